@@ -1,0 +1,14 @@
+// Package dpkit is the shared vocabulary of the dpkit differential-privacy toolkit:
+// a privacy budget (ε, δ), parameter validation, and the typed errors every other
+// package returns.
+//
+// dpkit's centre is the optimal composition theorem of Kairouz, Oh and Viswanath
+// ("The Composition Theorem for Differential Privacy", Thm 3.3), implemented exactly in
+// package compose. The layers are described in docs/design.md:
+//
+//	region   privacy regions, hockey-stick divergence, dominance (KOV §2)
+//	pld      privacy-loss distributions with certified upper and lower curves
+//	compose  exact optimal composition, the closed-form theorems, inversions
+//
+// Conventions: ε is in nats; δ ∈ [0, 1]; invalid parameters are errors, never clamped.
+package dpkit
