@@ -1,0 +1,54 @@
+package compose
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkEpsilonHomogeneous is the target: exact ε(δ = 1e-6) of a k-fold
+// homogeneous composition.
+func BenchmarkEpsilonHomogeneous(b *testing.B) {
+	for _, c := range []struct {
+		k   int64
+		eps float64
+	}{{1_000, 0.1}, {1_000_000, 0.01}, {1_000_000, 0.001}, {1_000_000_000, 1e-4}} {
+		b.Run(fmt.Sprintf("k=%d/eps=%g", c.k, c.eps), func(b *testing.B) {
+			ms := []Mech{{Epsilon: c.eps, Count: c.k}}
+			for b.Loop() {
+				if _, err := Epsilon(ms, 1e-6, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// distinctWorkload returns n releases with distinct ε drawn uniformly from [lo, hi]
+// (seeded, so every run measures the same workload).
+func distinctWorkload(n int, lo, hi float64) []Mech {
+	r := rand.New(rand.NewPCG(1, 2))
+	ms := make([]Mech, n)
+	for i := range ms {
+		ms[i] = Mech{Epsilon: lo + (hi-lo)*r.Float64(), Count: 1}
+	}
+	return ms
+}
+
+// BenchmarkEpsilonDistinct: n distinct ε values bracketed to relative width 1e-3.
+func BenchmarkEpsilonDistinct(b *testing.B) {
+	for _, n := range []int{100, 1000, 10_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			ms := distinctWorkload(n, 0.005, 0.02)
+			for b.Loop() {
+				r, err := Epsilon(ms, 1e-6, &Options{Tolerance: 1e-3})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if w := (r.Epsilon - r.Lower) / r.Epsilon; w > 1e-3 {
+					b.Fatalf("width %g", w)
+				}
+			}
+		})
+	}
+}
