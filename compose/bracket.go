@@ -22,7 +22,7 @@ const latticeTrim = 1e-40
 //
 // and is refined until the width at targetDelta meets the tolerance or the lattice would
 // exceed maxLatticeBins (then the best bracket found is kept: Width reports it).
-func (c *Curve) bracket(eps []float64, counts []int64, targetDelta float64) {
+func (c *Curve) bracket(eps []float64, counts []int64, targetDelta float64, probe func() float64) {
 	t := 1e-6
 	if targetDelta > c.floor && targetDelta < 1 && c.keep > 0 {
 		t = (targetDelta - c.floor) / c.keep
@@ -44,25 +44,36 @@ func (c *Curve) bracket(eps []float64, counts []int64, targetDelta float64) {
 	target := math.Min(c.maxLoss, mean+z*sigma)
 	h := c.tol * target / (2 * sens)
 	for round := 0; ; round++ {
-		if span := 2 * (mean + 30*sigma) / h; span > maxLatticeBins {
-			h = 2 * (mean + 30*sigma) / maxLatticeBins
+		if span := 30 * sigma / h; span > maxLatticeBins {
+			h = 30 * sigma / maxLatticeBins
 		}
 		up := latticeComposition(eps, counts, h, true)
 		lo := latticeComposition(eps, counts, h, false)
 		c.upper, c.lower, c.h = up.Discrete(true), lo.Discrete(false), h
-		w := c.width(t)
-		if w <= c.tol || round == maxBracketRounds-1 || 2*(mean+30*sigma)/h >= maxLatticeBins {
+		w := probe()
+		if w <= c.tol || round == maxBracketRounds-1 || 30*sigma/h >= maxLatticeBins {
 			return
 		}
 		h *= math.Max(0.7*c.tol/w, 1.0/16)
 	}
 }
 
-// width returns the relative width of the ε bracket at conditional δ t.
-func (c *Curve) width(t float64) float64 {
-	u, l := c.upper.Epsilon(t), c.lower.Epsilon(t)
-	u = math.Min(u, c.maxLoss)
-	if u == 0 {
+// width returns the relative width of the ε bracket at total δ (1e-6 if unknown).
+func (c *Curve) width(delta float64) float64 {
+	if delta <= c.floor || delta >= 1 {
+		delta = c.floor + c.keep*1e-6
+	}
+	u, l, err := c.Epsilon(delta)
+	if err != nil || u == 0 {
+		return 0
+	}
+	return (u - l) / u
+}
+
+// deltaWidth returns the relative width of the δ bracket at total ε.
+func (c *Curve) deltaWidth(eps float64) float64 {
+	u, l, err := c.Delta(eps)
+	if err != nil || u == 0 {
 		return 0
 	}
 	return (u - l) / u
@@ -94,10 +105,4 @@ func latticeComposition(eps []float64, counts []int64, h float64, upper bool) *p
 
 // Width returns the relative width (upper − lower)/upper of the ε bracket at total δ
 // (0 for an exact curve, up to rounding).
-func (c *Curve) Width(delta float64) float64 {
-	u, l, err := c.Epsilon(delta)
-	if err != nil || u == 0 {
-		return 0
-	}
-	return (u - l) / u
-}
+func (c *Curve) Width(delta float64) float64 { return c.width(delta) }

@@ -58,7 +58,9 @@ func NewCurve(ms []Mech, opts *Options) (*Curve, error) {
 	return newCurve(ms, opts, 0)
 }
 
-func newCurve(ms []Mech, opts *Options, targetDelta float64) (*Curve, error) {
+// newCurve builds the curve; targetDelta (or targetEps when targetDelta is 0) says where
+// the caller will read it, to size binomial windows and to measure a bracket's width.
+func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float64) (*Curve, error) {
 	if err := validate(ms); err != nil {
 		return nil, err
 	}
@@ -97,7 +99,11 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64) (*Curve, error) {
 		c.upper, c.lower = exactProduct(eps, counts)
 	default:
 		c.exact = false
-		c.bracket(eps, counts, targetDelta)
+		probe := func() float64 { return c.width(targetDelta) }
+		if targetDelta == 0 && len(targetEps) > 0 {
+			probe = func() float64 { return c.deltaWidth(targetEps[0]) }
+		}
+		c.bracket(eps, counts, targetDelta, probe)
 	}
 	return c, nil
 }
@@ -231,7 +237,7 @@ func Delta(ms []Mech, eps float64, opts *Options) (Result, error) {
 	if err := dpkit.CheckEpsilon("epsilon", eps); err != nil {
 		return Result{}, err
 	}
-	c, err := newCurve(ms, opts, 0)
+	c, err := newCurve(ms, opts, 0, eps)
 	if err != nil {
 		return Result{}, err
 	}

@@ -80,11 +80,14 @@ func floorKeep(ms []Mech) (floor, keep float64) {
 	return -math.Expm1(s), math.Exp(s)
 }
 
-// sumEps returns Σ_ℓ ε_ℓ, the largest possible privacy loss of the composition.
+// sumEps returns Σ_ℓ ε_ℓ, the largest possible privacy loss of the composition,
+// rounded up: the float sum may fall below the exact sum of the binary inputs (5 × 0.4
+// rounds to 2, but the exact sum is 2 + 1.1e-16), and every use of it must be an upper
+// bound on the loss.
 func sumEps(ms []Mech) float64 {
 	s := 0.0
 	for _, m := range ms {
 		s += float64(m.Count) * m.Epsilon
 	}
-	return s
+	return s * (1 + float64(2*len(ms)+2)*0x1p-52)
 }

@@ -6,10 +6,10 @@ import (
 	"github.com/dpkit/dpkit/internal/numeric"
 )
 
-// MassRelErr bounds the relative error of every probability mass this package computes
-// from a binomial (Loader's form, ~1e-13, and at most 256 steps of the ratio recurrence,
-// ~2e-13). Upper distributions inflate their masses by (1 + MassRelErr), lower ones
-// deflate them by (1 − MassRelErr).
+// MassRelErr bounds the relative error of Loader's binomial (~1e-13) and of at most 256
+// steps of the ratio recurrence (~2e-13). The error of p = e^ε/(1+e^ε) itself adds
+// 6u·|m − kp| (see newBinomialWindow). Upper distributions inflate their masses by the
+// total bound, lower ones deflate them by it.
 const MassRelErr = 1e-12
 
 // Tail thresholds: atoms whose probability is below e^(−T) times the largest are not
@@ -46,18 +46,18 @@ func CanonicalComposition(eps float64, k int64, tail float64) (upper, lower *Dis
 	for i, m := range w.mass {
 		l := (2*(w.lo+float64(i)) - n) * eps
 		lower.Loss[i] = math.Nextafter(l, math.Inf(-1))
-		lower.Mass[i] = m * (1 - MassRelErr)
+		lower.Mass[i] = m * (1 - w.relErr)
 		upper.Loss[i] = math.Nextafter(l, math.Inf(1))
-		upper.Mass[i] = m * (1 + MassRelErr)
+		upper.Mass[i] = m * (1 + w.relErr)
 	}
-	upper.Mass[0] += w.lowTail * (1 + MassRelErr)
+	upper.Mass[0] += w.lowTail * (1 + w.relErr)
 	if w.highTail > 0 {
 		top := math.Nextafter(n*eps, math.Inf(1))
 		if top > upper.Loss[size-1] {
 			upper.Loss = append(upper.Loss, top)
-			upper.Mass = append(upper.Mass, w.highTail*(1+MassRelErr))
+			upper.Mass = append(upper.Mass, w.highTail*(1+w.relErr))
 		} else {
-			upper.Mass[size-1] += w.highTail * (1 + MassRelErr)
+			upper.Mass[size-1] += w.highTail * (1 + w.relErr)
 		}
 	}
 	return upper, lower
@@ -69,6 +69,7 @@ type binomialWindow struct {
 	lo                float64
 	mass              []float64
 	lowTail, highTail float64
+	relErr            float64 // bound on the relative error of every mass
 }
 
 // newBinomialWindow walks out from the mode with the pmf ratio recurrence (resynchronised
@@ -125,6 +126,12 @@ func newBinomialWindow(eps float64, k int64, tail float64) binomialWindow {
 	up, highTail := walk(+1)
 	down, lowTail := walk(-1)
 	w := binomialWindow{lo: mode - float64(len(down)-1), lowTail: lowTail, highTail: highTail}
+	// p and q carry relative errors a, b ≤ 3u from their evaluation; in Loader's form they
+	// change ln pmf(m) by (np − m)(a − b) (the ±np terms of bd0 cancel the rest), so the
+	// masses err by at most 6u·max|m − np| beyond MassRelErr.
+	hi := w.lo + float64(len(up)+len(down)-2)
+	maxDev := math.Max(math.Abs(w.lo-n*p), math.Abs(hi-n*p)) + 1
+	w.relErr = MassRelErr + 12*0x1p-53*maxDev
 	w.mass = make([]float64, 0, len(up)+len(down)-1)
 	for i := len(down) - 1; i >= 1; i-- {
 		w.mass = append(w.mass, down[i]*pmfMode)

@@ -66,9 +66,9 @@ func CanonicalLattice(eps float64, k int64, h float64, upper bool) *Lattice {
 	l := &Lattice{H: h, Offset: (2*lo - k) * n}
 	span := int64(len(w.mass)-1)*2*n + 1
 	l.Mass = make([]float64, span)
-	f := 1 - MassRelErr
+	f := 1 - w.relErr
 	if upper {
-		f = 1 + MassRelErr
+		f = 1 + w.relErr
 	}
 	for i, m := range w.mass {
 		l.Mass[int64(i)*2*n] = m * f
