@@ -129,8 +129,9 @@ func newBinomialWindow(eps float64, k int64, tail float64) binomialWindow {
 	// p and q carry relative errors a, b ≤ 3u from their evaluation; in Loader's form they
 	// change ln pmf(m) by (np − m)(a − b) (the ±np terms of bd0 cancel the rest), so the
 	// masses err by at most 6u·max|m − np| beyond MassRelErr.
-	hi := w.lo + float64(len(up)+len(down)-2)
-	maxDev := math.Max(math.Abs(w.lo-n*p), math.Abs(hi-n*p)) + 1
+	// The bound uses the widest window any tail setting can produce (TailFine), so that
+	// curves built with different windows are inflated alike and stay ordered.
+	maxDev := math.Sqrt(2*TailFine)*math.Sqrt(n*p*q) + 2
 	w.relErr = MassRelErr + 12*0x1p-53*maxDev
 	w.mass = make([]float64, 0, len(up)+len(down)-1)
 	for i := len(down) - 1; i >= 1; i-- {
