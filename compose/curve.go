@@ -228,6 +228,13 @@ func Epsilon(ms []Mech, delta float64, opts *Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if !c.exact {
+		// A loose bracket (e.g. close to the floor) may be beaten by the KOV closed form,
+		// which is also a valid guarantee: report the smaller.
+		if k, err := EpsilonBy(KOV, ms, delta, nil); err == nil && k.Epsilon < u {
+			u = k.Epsilon
+		}
+	}
 	return Result{Theorem: Exact, Epsilon: u, Delta: delta, Lower: l, Exact: c.exact}, nil
 }
 

@@ -3,6 +3,7 @@ package compose
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dpkit/dpkit"
 )
@@ -77,17 +78,27 @@ func floorKeep(ms []Mech) (floor, keep float64) {
 		}
 		s += float64(m.Count) * math.Log1p(-m.Delta)
 	}
+	if s == 0 {
+		return 0, 1 // not −expm1(0) = −0
+	}
 	return -math.Expm1(s), math.Exp(s)
 }
 
 // sumEps returns Σ_ℓ ε_ℓ, the largest possible privacy loss of the composition,
-// rounded up: the float sum may fall below the exact sum of the binary inputs (5 × 0.4
-// rounds to 2, but the exact sum is 2 + 1.1e-16), and every use of it must be an upper
-// bound on the loss.
+// summed exactly (math/big) and rounded up to float64: the float sum may fall below the
+// exact sum of the binary inputs (5 × 0.4 rounds to 2, but the exact sum is 2 + 1.1e-16),
+// while an exact sum such as 8 × 0.125 = 1 must stay 1 so that pure-DP budgets are met
+// exactly at ε = Σ ε_ℓ.
 func sumEps(ms []Mech) float64 {
-	s := 0.0
+	sum := new(big.Float).SetPrec(4096)
 	for _, m := range ms {
-		s += float64(m.Count) * m.Epsilon
+		t := new(big.Float).SetPrec(4096).SetFloat64(m.Epsilon)
+		t.Mul(t, new(big.Float).SetInt64(m.Count))
+		sum.Add(sum, t)
 	}
-	return s * (1 + float64(2*len(ms)+2)*0x1p-52)
+	f, acc := sum.Float64()
+	if acc == big.Below {
+		f = math.Nextafter(f, math.Inf(1))
+	}
+	return f
 }

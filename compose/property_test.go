@@ -190,3 +190,16 @@ func TestFloorTarget(t *testing.T) {
 		t.Fatalf("ε at δ = 0: %v, want 2", r.Epsilon)
 	}
 }
+
+// Pure DP: k queries of ε/k fit a total (ε, 0) exactly when Σ is exact in binary
+// (8 × 0.125 = 1), found by the CLI's tests.
+func TestPureDPExactSum(t *testing.T) {
+	k, err := MaxQueries(dpkit.Budget{Epsilon: 0.125}, dpkit.Budget{Epsilon: 1})
+	if err != nil || k != 8 {
+		t.Fatalf("MaxQueries = %d, %v; want 8", k, err)
+	}
+	r, err := Delta([]Mech{{Epsilon: 0.125, Count: 8}}, 1, nil)
+	if err != nil || r.Delta != 0 {
+		t.Fatalf("δ(Σε) = %v, %v; want 0", r.Delta, err)
+	}
+}

@@ -43,9 +43,6 @@ func TestCalibratePerQueryEpsilon(t *testing.T) {
 // Pure DP with a total δ = 0: basic composition is exact, so k queries of ε/k fit
 // (KOV Thm 3.1; Thm 3.3 at δ = 0 gives the same).
 func TestCalibratePureDP(t *testing.T) {
-	t.Skip("library issue: compose.Curve.Delta(Σ ε_ℓ) of a pure-DP workload is 1e-323, not 0 " +
-		"(sumEps is inflated above Σ ε_ℓ), so a total δ = 0 is never met at ε = Σ ε_ℓ; " +
-		"MaxEpsilonPerQuery(10, 0, (2, 0)) is infeasible and MaxQueries((0.125, 0), (1, 0)) = 7")
 	v := decodeJSON(t, mustSucceed(t, "", "calibrate", "--eps", "2", "--delta", "0", "--k", "10", "--json"))
 	if eps0 := number(t, v, "epsilon_per_query"); math.Abs(eps0-0.2) > 1e-12 {
 		t.Errorf("ε0 = %v, want 0.2", eps0)
