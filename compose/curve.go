@@ -68,7 +68,7 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float6
 	if err != nil {
 		return nil, err
 	}
-	g := group(ms)
+	g := Group(ms)
 	c := &Curve{mechs: g, tol: tol, maxLoss: sumEps(g), exact: true}
 	c.floor, c.keep = floorKeep(g)
 

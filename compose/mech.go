@@ -51,8 +51,9 @@ func validate(ms []Mech) error {
 	return nil
 }
 
-// group merges identical (ε, δ) entries, keeping first-seen order.
-func group(ms []Mech) []Mech {
+// Group merges entries with identical (ε, δ), adding their counts and keeping
+// first-seen order. Composition results do not depend on grouping.
+func Group(ms []Mech) []Mech {
 	idx := map[[2]float64]int{}
 	var out []Mech
 	for _, m := range ms {

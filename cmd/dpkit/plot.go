@@ -65,7 +65,7 @@ func regionStyles(homogeneous bool) []regionStyle {
 // file in format ("svg" or "png"). exact is the exact region's breakpoints
 // (compose.Curve.Breakpoints); the other regions come from compose.Region.
 func writeRegionPlot(file, format string, ms []compose.Mech, exact []dpkit.Budget) error {
-	groups := groupMechs(ms)
+	groups := compose.Group(ms)
 	p := plot.New()
 	p.Title.Text = plotTitle(groups)
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -155,22 +155,6 @@ func toXYs(pts []point) plotter.XYs {
 		xys[i] = plotter.XY{X: p.x, Y: p.y}
 	}
 	return xys
-}
-
-// groupMechs merges entries with the same (ε, δ), keeping first-seen order.
-func groupMechs(ms []compose.Mech) []compose.Mech {
-	index := map[[2]float64]int{}
-	var out []compose.Mech
-	for _, m := range ms {
-		key := [2]float64{m.Epsilon, m.Delta}
-		if i, ok := index[key]; ok {
-			out[i].Count += m.Count
-			continue
-		}
-		index[key] = len(out)
-		out = append(out, m)
-	}
-	return out
 }
 
 // plotTitle names the workload as KOV's figures do: "30-fold composition of
