@@ -42,12 +42,7 @@ optimal composition theorem of Kairouz, Oh and Viswanath (Thm 3.3), and by the c
 closed-form theorems for comparison. A reported ε or δ is never below the exact optimum.
 
 Commands:
-  compose     total ε at a total δ (or total δ at a total ε) of a workload of releases
-  calibrate   per-query ε for k queries, or the number of queries, that fit a total budget
-  region      privacy region of a composition: breakpoints, or a plot against the
-              basic, DRV and KOV theorems
-  version     print the version of dpkit
-  help        show help for a command
+%s  help        show help for a command
 
 Exit status: 0 success; 1 infeasible request (or an output that could not be written);
 2 usage error (unknown flag, malformed or out-of-range value, missing option).
@@ -95,12 +90,12 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q: want one of compose, calibrate, region, version, help", args[0])
+				return usagef("unknown command %q: want one of %s, help", args[0], commandNames())
 			}
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("missing command: want one of compose, calibrate, region, version, help")
+			return usagef("missing command: want one of %s, help", commandNames())
 		},
 	}
 	root.SetIn(stdin)
@@ -108,20 +103,18 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(flagError)
-	withUsage(root, rootUsage)
+	withUsage(root, fmt.Sprintf(rootUsage, commandList()))
 
-	root.AddCommand(
-		newComposeCommand(stdin, stdout),
-		newCalibrateCommand(stdout),
-		newRegionCommand(stdin, stdout),
-		newVersionCommand(stdout),
-	)
+	streams := streams{stdin: stdin, stdout: stdout, stderr: stderr}
+	for _, c := range sortedCommands() {
+		root.AddCommand(c.build(streams))
+	}
 	root.SetHelpCommand(&cobra.Command{
 		Use: "help [COMMAND]",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
-				return usagef("unknown help topic %q: want one of compose, calibrate, region, version", strings.Join(args, " "))
+				return usagef("unknown help topic %q: want one of %s", strings.Join(args, " "), commandNames())
 			}
 			return target.Help()
 		},
