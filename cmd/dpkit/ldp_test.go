@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// Thm 3.4.2 / Cor 3.4.7: the optimal total variation is tanh(ε/2)·‖P0 − P1‖_TV, by the
+// binary mechanism. Here ‖P0 − P1‖_TV = 0.3.
+func TestLDPOptimalTV(t *testing.T) {
+	v := decodeJSON(t, mustSucceed(t, "", "ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "tv",
+		"--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--json"))
+	if got, want := keysOf(v), "matrix,mechanism,utility"; got != want {
+		t.Fatalf("keys %s, want %s", got, want)
+	}
+	if v["mechanism"] != "binary" {
+		t.Errorf("mechanism %v, want binary", v["mechanism"])
+	}
+	if got, want := number(t, v, "utility"), math.Tanh(0.5)*0.3; math.Abs(got-want) > 1e-12 {
+		t.Errorf("utility %v, want tanh(1/2)·0.3 = %v", got, want)
+	}
+	rows := v["matrix"].([]any)
+	if len(rows) != 3 {
+		t.Fatalf("matrix has %d rows, want 3", len(rows))
+	}
+	for x, r := range rows {
+		s := 0.0
+		for _, e := range r.([]any) {
+			f, _ := e.(json.Number).Float64()
+			s += f
+		}
+		if math.Abs(s-1) > 1e-12 {
+			t.Errorf("row %d sums to %v", x, s)
+		}
+	}
+}
+
+func TestLDPOptimalText(t *testing.T) {
+	out := mustSucceed(t, "", "ldp", "optimal", "--k", "4", "--eps", "10", "--utility", "mi")
+	for _, want := range []string{"mechanism: rr", "utility (mi): ", "matrix Q(y|x)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Randomize then estimate through the CLI with the secure source: n = 20000 users with
+// values 0 (50%), 1 (30%), 2 (20%). Each estimate must be within 5.6 of its reported
+// standard errors of the truth; the standard error is estimated to within a few percent
+// at this n, and a 5.6σ deviation has probability 2.1e-8 (normal approximation): over
+// the 2 × 3 checks the false-rejection probability is below 1e-6.
+func TestLDPRandomizeEstimate(t *testing.T) {
+	var in strings.Builder
+	const n = 20000
+	for i := range n {
+		switch {
+		case i < n/2:
+			in.WriteString("0\n")
+		case i < n*8/10:
+			in.WriteString("1\n")
+		default:
+			in.WriteString("2 # comment\n")
+		}
+	}
+	truth := []float64{0.5, 0.3, 0.2}
+	for _, mech := range []string{"rr", "binary"} {
+		reports := mustSucceed(t, in.String(), "ldp", "randomize", "--mechanism", mech, "--k", "3", "--eps", "1")
+		if lines := strings.Count(reports, "\n"); lines != n {
+			t.Fatalf("%s: %d reports, want %d", mech, lines, n)
+		}
+		v := decodeJSON(t, mustSucceed(t, reports, "ldp", "estimate", "--mechanism", mech, "--k", "3", "--eps", "1", "--json"))
+		if got, want := keysOf(v), "frequencies,n,std_errors"; got != want {
+			t.Fatalf("keys %s, want %s", got, want)
+		}
+		freq, se := v["frequencies"].([]any), v["std_errors"].([]any)
+		for i, p := range truth {
+			f, _ := freq[i].(json.Number).Float64()
+			s, _ := se[i].(json.Number).Float64()
+			if math.Abs(f-p) > 5.6*s || s <= 0 {
+				t.Errorf("%s value %d: estimate %v ± %v, truth %v", mech, i, f, s, p)
+			}
+		}
+	}
+}
+
+func TestLDPErrors(t *testing.T) {
+	for _, c := range []errorCase{
+		{name: "no command", args: []string{"ldp"}, code: exitUsage, want: []string{"missing ldp command"}},
+		{name: "missing p1", args: []string{"ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "kl", "--p0", "0.2,0.3,0.5"}, code: exitUsage, want: []string{"--p0 and --p1"}},
+		{name: "k too large", args: []string{"ldp", "optimal", "--k", "15", "--eps", "1", "--utility", "mi"}, code: exitUsage, want: []string{"--k", "[2, 14]"}},
+		{name: "prior length", args: []string{"ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "mi", "--prior", "0.5,0.5"}, code: exitUsage, want: []string{"--prior needs 3"}},
+		{name: "prior sum", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "mi", "--prior", "0.5,0.6"}, code: exitUsage, want: []string{"summing to 1"}},
+		{name: "kl zero", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "kl", "--p0", "1,0", "--p1", "0.5,0.5"}, code: exitUsage, want: []string{"p0[1]", "> 0"}},
+		{name: "eps NaN", args: []string{"ldp", "optimal", "--k", "2", "--eps", "NaN", "--utility", "mi"}, code: exitUsage, want: []string{"--eps"}},
+		{name: "bad value", stdin: "0\n7\n", args: []string{"ldp", "randomize", "--mechanism", "rr", "--k", "3", "--eps", "1"}, code: exitUsage, want: []string{"line 2", "[0, 2]"}},
+		{name: "bad report", stdin: "01 1\n", args: []string{"ldp", "estimate", "--mechanism", "binary", "--k", "3", "--eps", "1"}, code: exitUsage, want: []string{"line 1"}},
+		{name: "eps zero", stdin: "0\n1\n", args: []string{"ldp", "estimate", "--mechanism", "rr", "--k", "3", "--eps", "0"}, code: exitFailure, want: []string{"infeasible"}},
+		{name: "mechanism", args: []string{"ldp", "randomize", "--mechanism", "laplace", "--k", "3", "--eps", "1"}, code: exitUsage, want: []string{"rr, binary"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := dpkitRun(t, c.stdin, c.args...)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", r.code, c.code, r.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+		})
+	}
+}
+
+// The worked example of docs/local-dp.md: XOR of three parties at ε = (1, 1, 2). The
+// reference ½(1 + tanh(½)² tanh(1)) = 0.58132007928… is checked at 200 bits in
+// multiparty's TestXORWorkedExample; here the float64 formula, 1e-15 relative.
+func TestMultipartyXORExample(t *testing.T) {
+	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,1,2", "--function", "xor", "--json"))
+	if got, want := keysOf(v), "average_accuracy,decision_table,worst_case_accuracy"; got != want {
+		t.Fatalf("keys %s, want %s", got, want)
+	}
+	want := 0.5 * (1 + math.Tanh(0.5)*math.Tanh(0.5)*math.Tanh(1))
+	for _, key := range []string{"average_accuracy", "worst_case_accuracy"} {
+		if got := number(t, v, key); math.Abs(got-want) > 1e-15 {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	table := v["decision_table"].(map[string]any)
+	if len(table) != 8 {
+		t.Fatalf("decision table has %d transcripts, want 8", len(table))
+	}
+	// The Bayes rule for the parity is the parity of the noisy reports (symbol 2 = 1).
+	for tau, d := range table {
+		parity := int64(strings.Count(tau, "2") % 2)
+		if got, _ := d.(json.Number).Int64(); got != parity {
+			t.Errorf("transcript %s → %v, want %d", tau, d, parity)
+		}
+	}
+}
+
+func TestMultipartyFunctions(t *testing.T) {
+	for _, f := range []string{"and", "or", "majority"} {
+		v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,2,0.5", "--delta", "0.01", "--function", f, "--json"))
+		avg, wc := number(t, v, "average_accuracy"), number(t, v, "worst_case_accuracy")
+		if !(0.5 <= wc && wc <= avg && avg <= 1) {
+			t.Errorf("%s: worst case %v, average %v: want ½ ≤ worst ≤ average ≤ 1", f, wc, avg)
+		}
+		if n := len(v["decision_table"].(map[string]any)); n != 64 {
+			t.Errorf("%s: %d transcripts, want 4^3 = 64", f, n)
+		}
+	}
+	// 12 parties: no worst case (the LP is too large); with δ = 0 the 2^12 = 4096
+	// transcripts are at the table's limit and printed.
+	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", strings.TrimSuffix(strings.Repeat("1,", 12), ","), "--function", "majority", "--json"))
+	if v["worst_case_accuracy"] != nil {
+		t.Errorf("12 parties: worst case %v, want null", v["worst_case_accuracy"])
+	}
+	if n := len(v["decision_table"].(map[string]any)); n != 4096 {
+		t.Errorf("12 parties: %d transcripts in the table, want 4096", n)
+	}
+	out := mustSucceed(t, "", "multiparty", "--eps", "1,1", "--function", "or")
+	for _, want := range []string{"average accuracy: ", "worst-case accuracy: ", "transcript"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMultipartyErrors(t *testing.T) {
+	for _, c := range []errorCase{
+		{name: "missing eps", args: []string{"multiparty", "--function", "xor"}, code: exitUsage, want: []string{"missing --eps"}},
+		{name: "missing function", args: []string{"multiparty", "--eps", "1"}, code: exitUsage, want: []string{"missing --function"}},
+		{name: "bad function", args: []string{"multiparty", "--eps", "1", "--function", "nand"}, code: exitUsage, want: []string{"xor, and, or, majority"}},
+		{name: "13 parties", args: []string{"multiparty", "--eps", strings.TrimSuffix(strings.Repeat("1,", 13), ","), "--function", "xor"}, code: exitUsage, want: []string{"1 to 12"}},
+		{name: "negative eps", args: []string{"multiparty", "--eps", "1,-1", "--function", "xor"}, code: exitUsage, want: []string{"eps[1]"}},
+		{name: "delta count", args: []string{"multiparty", "--eps", "1,1,1", "--delta", "0.1,0.1", "--function", "xor"}, code: exitUsage, want: []string{"--delta lists 2"}},
+		{name: "delta range", args: []string{"multiparty", "--eps", "1", "--delta", "2", "--function", "xor"}, code: exitUsage, want: []string{"delta[0]", "[0, 1]"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := dpkitRun(t, c.stdin, c.args...)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", r.code, c.code, r.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+		})
+	}
+}

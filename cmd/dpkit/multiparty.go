@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/multiparty"
+)
+
+func init() {
+	register(command{name: "multiparty", order: 70,
+		summary: "accuracy of a central observer computing a function of k parties' bits\nunder the optimal randomized-response protocol",
+		build:   func(s streams) *cobra.Command { return newMultipartyCommand(s.stdout) }})
+}
+
+// mpMaxTable is the largest decision table printed (transcripts).
+const mpMaxTable = 4096
+
+const multipartyUsage = `Usage: dpkit multiparty --eps E1,E2,… [--delta D | --delta D1,D2,…] --function F [--json]
+
+k parties each hold a bit and broadcast it through randomized response (KOV seed 000
+eq. 16), party i at (ε_i, δ_i): the protocol that is optimal for every function, every
+accuracy measure and every privacy level (KOV Thm 5.1). A central observer hears every
+message and answers f(x_1, …, x_k). Reported:
+  average_accuracy     P(correct) for uniform inputs, with the Bayes rule (eq. 13)
+  worst_case_accuracy  the best min over inputs of P(correct), with a randomized rule
+                       (linear program, eq. 14); null when the program is too large
+                       for the solver (more than 6 parties with δ = 0, see
+                       docs/local-dp.md); the parity has it in closed form for any k
+  decision_table       the Bayes rule: transcript → answer, one symbol per party
+                       (0: revealed 0, 1: noisy 0, 2: noisy 1, 3: revealed 1), for the
+                       transcripts of positive probability; null above 4096 of them
+
+Flags:
+  --eps E1,E2,…    ε_i of each party, finite ≥ 0; 1 to 12 parties
+  --delta D…       δ_i in [0, 1]: one value for every party, or one per party
+                   (default 0)
+  --function F     xor, and, or, majority (1 when more than half of the bits are 1)
+  --json           print {"average_accuracy":…,"worst_case_accuracy":…,
+                   "decision_table":{"121":1,…}}
+  -h, --help       show this help
+
+Exit status: 0 success; 1 the solver failed; 2 usage error.
+
+Examples:
+  dpkit multiparty --eps 1,1,2 --function xor
+  dpkit multiparty --eps 0.5,0.5,0.5,0.5 --delta 1e-3 --function majority --json
+`
+
+type multipartyCommand struct {
+	stdout   io.Writer
+	eps      ldpFloats
+	delta    ldpFloats
+	function ldpChoice
+	json     bool
+}
+
+func newMultipartyCommand(stdout io.Writer) *cobra.Command {
+	c := &multipartyCommand{stdout: stdout, function: ldpChoice{choices: []string{"xor", "and", "or", "majority"}}}
+	cmd := &cobra.Command{
+		Use:  "multiparty",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return c.Run(cmd.Context(), args) },
+	}
+	flags := cmd.Flags()
+	flags.Var(&c.eps, "eps", "")
+	flags.Var(&c.delta, "delta", "")
+	flags.Var(&c.function, "function", "")
+	flags.BoolVar(&c.json, "json", false, "")
+	withUsage(cmd, multipartyUsage)
+	return cmd
+}
+
+// Run computes the accuracies and prints them.
+func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
+	switch {
+	case len(args) > 0:
+		return usagef("unexpected argument %q", args[0])
+	case !c.eps.set:
+		return usagef("missing --eps: one ε per party, comma-separated")
+	case c.function.value == "":
+		return usagef("missing --function: want xor, and, or or majority")
+	}
+	k := len(c.eps.values)
+	if k > multiparty.MaxParties {
+		return usagef("--eps lists %d parties: want 1 to %d", k, multiparty.MaxParties)
+	}
+	parties := make([]dpkit.Budget, k)
+	for i, e := range c.eps.values {
+		parties[i].Epsilon = e
+		switch {
+		case !c.delta.set:
+		case len(c.delta.values) == 1:
+			parties[i].Delta = c.delta.values[0]
+		case len(c.delta.values) == k:
+			parties[i].Delta = c.delta.values[i]
+		default:
+			return usagef("--delta lists %d values: want 1 or %d (one per party)", len(c.delta.values), k)
+		}
+	}
+	pr, err := multiparty.NewProtocol(parties)
+	if err != nil {
+		return err
+	}
+	var f multiparty.Function
+	switch c.function.value {
+	case "xor":
+		f = multiparty.XOR()
+	case "and":
+		f = multiparty.AND(k)
+	case "or":
+		f = multiparty.OR()
+	case "majority":
+		f = multiparty.Majority(k)
+	}
+	avg, err := multiparty.AverageAccuracy(pr, f)
+	if err != nil {
+		return err
+	}
+	var worst *float64
+	if c.function.value == "xor" {
+		w := multiparty.XORAccuracy(pr)
+		worst = &w
+	} else {
+		wc, err := multiparty.WorstCaseAccuracy(pr, f)
+		var param *dpkit.ParamError
+		switch {
+		case errors.As(err, &param):
+			// Too large for the dense simplex solver: reported as null.
+		case err != nil:
+			return err
+		default:
+			worst = &wc.Accuracy
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var table map[string]int
+	var keys []string
+	if pr.NumTranscripts() <= mpMaxTable {
+		rule, err := multiparty.BayesRule(pr, f)
+		if err != nil {
+			return err
+		}
+		table = map[string]int{}
+		pr.Transcripts(func(tau []int) {
+			var b strings.Builder
+			for _, s := range tau {
+				b.WriteByte(byte('0' + s))
+			}
+			keys = append(keys, b.String())
+			table[b.String()] = rule.Decide(tau)
+		})
+	}
+	if c.json {
+		return writeJSON(c.stdout, struct {
+			Average float64        `json:"average_accuracy"`
+			Worst   *float64       `json:"worst_case_accuracy"`
+			Table   map[string]int `json:"decision_table"`
+		}{avg, worst, table})
+	}
+	fmt.Fprintf(c.stdout, "function: %s of %d parties\naverage accuracy: %s\n", c.function.value, k, formatFloat(avg))
+	if worst != nil {
+		fmt.Fprintf(c.stdout, "worst-case accuracy: %s\n", formatFloat(*worst))
+	} else {
+		fmt.Fprintf(c.stdout, "worst-case accuracy: not computed (linear program too large, see docs/local-dp.md)\n")
+	}
+	if table == nil {
+		_, err := fmt.Fprintf(c.stdout, "decision table: %d transcripts, not printed (more than %d)\n", pr.NumTranscripts(), mpMaxTable)
+		return err
+	}
+	fmt.Fprintln(c.stdout, "decision table (0: revealed 0, 1: noisy 0, 2: noisy 1, 3: revealed 1):")
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  transcript\tanswer")
+	for _, key := range keys {
+		fmt.Fprintf(w, "  %s\t%s\n", key, strconv.Itoa(table[key]))
+	}
+	return w.Flush()
+}
