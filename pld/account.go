@@ -1,0 +1,368 @@
+package pld
+
+import (
+	"math"
+	"sort"
+
+	"github.com/dpkit/dpkit"
+)
+
+// Item is a mechanism released Count times.
+type Item struct {
+	Mechanism Mechanism
+	Count     int64
+}
+
+// MaxCount bounds Item.Count.
+const MaxCount = 1_000_000_000_000
+
+// DefaultTolerance is the relative width (upper − lower)/upper of the ε bracket that
+// Compose aims for at Options.Delta.
+const DefaultTolerance = 1e-3
+
+// Options tunes Compose. The zero value is ready to use.
+type Options struct {
+	// Tolerance is the relative width of the ε bracket to reach (default 1e-3), in (0, 1).
+	Tolerance float64
+	// Delta is the total δ at which the width is measured (default 1e-6), in (0, 1).
+	Delta float64
+	// MaxBins bounds the lattice (default 2^21 bins): past it the best bracket found is
+	// returned and Width says how wide it is.
+	MaxBins int
+}
+
+// Composition is the privacy curve of a workload of mechanisms: exact for Gaussians
+// alone (closed form), otherwise a certified bracket computed on a lattice.
+type Composition struct {
+	mu  float64 // total Gaussian μ when exact
+	pld *PLD    // the finest lattice computed
+	all []*PLD  // every lattice computed: each gives a valid bracket; they are intersected
+	// maxLoss is Σ Count·(largest finite loss) (+Inf when some loss is unbounded) and
+	// floor = 1 − Π(1 − δ-event mass)^Count: δ(ε) = floor for ε ≥ maxLoss.
+	maxLoss, floor float64
+	tol            float64
+	opts           Options
+}
+
+// Compose returns the privacy curve of running every item's mechanism Count times
+// (adaptively chosen mechanisms with fixed parameters compose the same way: KOV Thm 3.3's
+// proof, and Dong, Roth & Su 2022 Thm 3.2). Gaussians are merged in closed form
+// (μ² = Σ Count·μ_i²); identical mechanisms are self-composed by repeated squaring; the
+// rest are convolved on a lattice whose spacing is refined (at most maxRounds times, by 2) until
+// the ε bracket at Options.Delta is within Options.Tolerance.
+func Compose(items []Item, opts *Options) (*Composition, error) {
+	o := Options{Tolerance: DefaultTolerance, Delta: 1e-6, MaxBins: 1 << 21}
+	if opts != nil {
+		if opts.Tolerance != 0 {
+			o.Tolerance = opts.Tolerance
+		}
+		if opts.Delta != 0 {
+			o.Delta = opts.Delta
+		}
+		if opts.MaxBins != 0 {
+			o.MaxBins = opts.MaxBins
+		}
+	}
+	if math.IsNaN(o.Tolerance) || o.Tolerance <= 0 || o.Tolerance >= 1 {
+		return nil, paramErr("tolerance", o.Tolerance, "in (0, 1)")
+	}
+	if math.IsNaN(o.Delta) || o.Delta <= 0 || o.Delta >= 1 {
+		return nil, paramErr("delta", o.Delta, "in (0, 1)")
+	}
+	if len(items) == 0 {
+		return nil, paramErr("items", 0, "at least one mechanism")
+	}
+	mu2 := 0.0
+	groups := map[string]Item{}
+	var total float64
+	for i, it := range items {
+		if it.Mechanism == nil {
+			return nil, paramErr("mechanism", nil, "a mechanism")
+		}
+		if err := it.Mechanism.Validate(); err != nil {
+			return nil, err
+		}
+		if err := dpkit.CheckCount("count", it.Count, MaxCount); err != nil {
+			return nil, err
+		}
+		_ = i
+		total += float64(it.Count)
+		if g, ok := it.Mechanism.(Gaussian); ok {
+			mu2 += float64(it.Count) * g.Mu() * g.Mu()
+			continue
+		}
+		key := it.Mechanism.String()
+		g := groups[key]
+		g.Mechanism = it.Mechanism
+		g.Count += it.Count
+		groups[key] = g
+	}
+	c := &Composition{tol: o.Tolerance, opts: o}
+	logKeep := 0.0
+	for _, g := range groups {
+		ml := 0.0
+		for _, sp := range g.Mechanism.specs() {
+			ml = math.Max(ml, sp.maxLoss())
+			logKeep += float64(g.Count) * math.Log1p(-sp.infMass()) / float64(len(g.Mechanism.specs()))
+		}
+		c.maxLoss += float64(g.Count) * ml
+	}
+	if mu2 > 0 {
+		c.maxLoss = math.Inf(1)
+	}
+	// Rounded up: the floor only caps upper values, so it must not be below the truth.
+	c.floor = math.Min(1, -math.Expm1(logKeep)*(1+1e-12))
+	if len(groups) == 0 {
+		c.mu = math.Sqrt(mu2)
+		return c, nil
+	}
+	list := make([]Item, 0, len(groups)+1)
+	for _, g := range groups {
+		list = append(list, g)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Mechanism.String() < list[j].Mechanism.String() })
+	if mu2 > 0 {
+		list = append(list, Item{Gaussian{Sigma: 1 / math.Sqrt(mu2), Sensitivity: 1}, 1})
+	}
+	// Lattice spacing: start at a fiftieth of the standard deviation of the total loss,
+	// refine by 4 (the error is second order in h) until the bracket is tight enough.
+	v := 0.0
+	for _, it := range list {
+		for _, s := range it.Mechanism.specs() {
+			v += float64(it.Count) * s.variance()
+		}
+	}
+	sd := math.Sqrt(v)
+	if sd == 0 {
+		sd = 1
+	}
+	// Lattice spacing: a fiftieth of the standard deviation of the total loss, refined by
+	// 4 (the upper error is second order in h) until the bracket is tight enough or the
+	// lattice reaches MaxBins.
+	// The spacing also resolves each group of identical mechanisms (a sixteenth of its
+	// standard deviation), since every group is re-discretised onto it.
+	eta := 1e-30 / math.Max(total, 1)
+	h := sd / 50
+	for _, it := range list {
+		for _, s := range it.Mechanism.specs() {
+			if g := math.Sqrt(float64(it.Count)*s.variance()) / 16; g > 0 {
+				h = math.Min(h, g)
+			}
+		}
+	}
+	h = math.Max(h, sd/float64(o.MaxBins)*8)
+	worse := 0
+	for round := 0; ; round++ {
+		prev := c.Width(o.Delta)
+		c.pld = composeOnLattice(list, h, eta, round)
+		c.all = append(c.all, c.pld)
+		w := c.Width(o.Delta)
+		if round > 0 && w > prev/1.5 {
+			worse++
+		}
+		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins {
+			return c, nil
+		}
+		h /= 2
+	}
+}
+
+// maxGroupBins bounds the lattice on which a group of identical mechanisms with atoms
+// is self-composed before re-discretisation.
+const maxGroupBins = 1 << 18
+
+// maxRounds bounds the refinements of the lattice spacing (each halves it).
+const maxRounds = 6
+
+// composeOnLattice composes the items on the lattice of spacing h. A mechanism whose
+// loss has atoms on multiples of a unit is first self-composed on its own lattice, of
+// spacing unit/2^j ≤ h (finer by 2 at each refinement round), which holds the atoms exactly (so its lower bound stays tight),
+// and the result is then re-discretised onto h (rediscretize: a spread for the upper
+// bound, merging and mixing for the lower one, both second order in h).
+func composeOnLattice(items []Item, h, eta float64, round int) *PLD {
+	ps := make([]*PLD, 0, len(items))
+	for _, it := range items {
+		hg := h
+		if unit := it.Mechanism.specs()[0].atomUnit(); unit > 0 {
+			hg = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(round))
+			// Keep the group's own lattice within maxGroupBins bins.
+			w := 30 * math.Sqrt(float64(it.Count)*it.Mechanism.specs()[0].variance())
+			for hg < h && w/hg > maxGroupBins {
+				hg *= 2
+			}
+		}
+		p := newPLD(hg, eta, it.Mechanism.specs()...)
+		if it.Count > 1 {
+			p, _ = p.SelfCompose(it.Count)
+		}
+		if hg != h && len(items) > 1 {
+			p = p.rediscretize(h)
+		}
+		ps = append(ps, p)
+	}
+	for len(ps) > 1 {
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })
+		next := make([]*PLD, 0, (len(ps)+1)/2)
+		for i := 0; i+1 < len(ps); i += 2 {
+			q, _ := ps[i].Compose(ps[i+1])
+			next = append(next, q)
+		}
+		if len(ps)%2 == 1 {
+			next = append(next, ps[len(ps)-1])
+		}
+		ps = next
+	}
+	return ps[0]
+}
+
+// Exact reports whether the curve is exact (Gaussians only) rather than a bracket.
+func (c *Composition) Exact() bool { return c.pld == nil }
+
+// PLD returns the lattice distribution behind a bracketed curve (nil when exact).
+func (c *Composition) PLD() *PLD { return c.pld }
+
+// GaussianMu returns the total μ when the workload is Gaussian only (else 0).
+func (c *Composition) GaussianMu() float64 {
+	if c.pld == nil {
+		return c.mu
+	}
+	return 0
+}
+
+// Delta returns lower ≤ δ(ε) ≤ upper for the composition.
+func (c *Composition) Delta(eps float64) (upper, lower float64, err error) {
+	if math.IsNaN(eps) {
+		return 0, 0, paramErr("eps", eps, "a number, not NaN")
+	}
+	if c.pld == nil {
+		if c.mu == 0 {
+			return 0, 0, nil
+		}
+		d, r := gaussianDelta(c.mu, eps)
+		return math.Min(1, d*(1+r)), d * (1 - r), nil
+	}
+	upper, lower = 1, 0
+	for _, p := range c.all {
+		u, l := p.Delta(eps)
+		upper, lower = math.Min(upper, u), math.Max(lower, l)
+	}
+	if eps >= c.maxLoss { // no loss exceeds maxLoss: only δ-events remain
+		upper = math.Min(upper, c.floor)
+	}
+	return upper, math.Min(lower, upper), nil
+}
+
+// Epsilon returns lower ≤ ε(δ) ≤ upper, the smallest total ε at total δ. It reports a
+// *dpkit.InfeasibleError when δ is below what the composition can reach at any ε.
+func (c *Composition) Epsilon(delta float64) (upper, lower float64, err error) {
+	if err := dpkit.CheckDelta("delta", delta); err != nil {
+		return 0, 0, err
+	}
+	if c.pld == nil {
+		if c.mu == 0 {
+			return 0, 0, nil
+		}
+		if delta == 0 {
+			return 0, 0, &dpkit.InfeasibleError{Msg: "a Gaussian mechanism has δ > 0 at every ε"}
+		}
+		return gaussianEpsilon(c.mu, delta, true), gaussianEpsilon(c.mu, delta, false), nil
+	}
+	upper, lower = c.epsilon(delta)
+	if math.IsInf(upper, 1) {
+		return upper, lower, &dpkit.InfeasibleError{Msg: "total δ is below the probability of the mechanisms' δ-events (or of losses the lattice sent to +∞)"}
+	}
+	return upper, lower, nil
+}
+
+// Width returns the relative width (upper − lower)/upper of the ε bracket at delta
+// (0 when exact or when ε is 0).
+func (c *Composition) Width(delta float64) float64 {
+	if c.pld == nil {
+		return 0
+	}
+	if len(c.all) == 0 {
+		return 1
+	}
+	u, l := c.epsilon(delta)
+	if math.IsInf(u, 1) || u == 0 {
+		return 0
+	}
+	return (u - l) / u
+}
+
+// epsilon intersects the ε brackets of every lattice computed.
+func (c *Composition) epsilon(delta float64) (upper, lower float64) {
+	upper, lower = math.Inf(1), 0
+	for _, p := range c.all {
+		u, l := p.Epsilon(delta)
+		upper, lower = math.Min(upper, u), math.Max(lower, l)
+	}
+	if delta >= c.floor { // δ(maxLoss) = floor ≤ delta
+		upper = math.Min(upper, c.maxLoss)
+	}
+	return upper, math.Min(lower, upper)
+}
+
+// TradeOff returns lower ≤ β(α) ≤ upper, the trade-off function (f-DP view).
+func (c *Composition) TradeOff(alpha float64) (upper, lower float64, err error) {
+	if math.IsNaN(alpha) || alpha < 0 || alpha > 1 {
+		return 0, 0, paramErr("alpha", alpha, "in [0, 1]")
+	}
+	if c.pld == nil {
+		// μ-GDP: β(α) = Φ(Φ⁻¹(1 − α) − μ).
+		if alpha == 0 {
+			return 1, 1, nil
+		}
+		z := math.Sqrt2 * math.Erfcinv(2*alpha) // Φ⁻¹(1 − α)
+		b := normCDF(z - c.mu)
+		return b * (1 + 1e-12), b * (1 - 1e-12), nil
+	}
+	upper, lower = 1, 0
+	for _, p := range c.all {
+		u, l := p.TradeOff(alpha)
+		upper, lower = math.Min(upper, u), math.Max(lower, l)
+	}
+	return upper, lower, nil
+}
+
+// FitGaussianMu returns the smallest μ whose Gaussian-DP curve lies above the upper
+// curve at every loss value of the lattice with δ in [1e-15, 0.5] — the Gaussian DP that
+// best describes the composition. It is a fit on a grid of ε, not a certificate between
+// the grid points.
+func (c *Composition) FitGaussianMu() float64 {
+	if c.pld == nil {
+		return c.mu
+	}
+	up, _ := c.pld.discretes()
+	lo, hi := 0.0, 1.0
+	ok := func(mu float64) bool {
+		for _, d := range up {
+			for _, l := range d.Loss {
+				if l < 0 {
+					continue
+				}
+				dl := d.Delta(l)
+				if dl < 1e-15 || dl > 0.5 {
+					continue
+				}
+				g, _ := gaussianDelta(mu, l)
+				if g < dl {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for !ok(hi) && hi < 1e6 {
+		lo, hi = hi, hi*2
+	}
+	for i := 0; i < 60; i++ {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}

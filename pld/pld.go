@@ -1,0 +1,205 @@
+package pld
+
+import (
+	"math"
+	"math/bits"
+)
+
+// PLD is a privacy-loss distribution kept on a lattice of spacing H as a certified
+// bracket: an upper discretisation whose privacy curve is a valid guarantee and a lower
+// one whose curve the true curve is at least (see discretize). A mechanism whose add and
+// remove neighbours give different pairs keeps both directions; reported curves are the
+// worse of the two.
+type PLD struct {
+	h     float64
+	sides []side // one when symmetric; else remove, add
+	// cached read-out distributions, built on first use
+	dUp, dLo [][]*Discrete
+}
+
+type side struct{ upper, lower *Lattice }
+
+// H returns the lattice spacing.
+func (p *PLD) H() float64 { return p.h }
+
+// Symmetric reports whether one direction describes both neighbour orders.
+func (p *PLD) Symmetric() bool { return len(p.sides) == 1 }
+
+// Bins returns the number of lattice bins of the widest stored distribution.
+func (p *PLD) Bins() int {
+	n := 0
+	for _, s := range p.sides {
+		n = max(n, len(s.upper.Mass), len(s.lower.Mass))
+	}
+	return n
+}
+
+// trimMass is the mass shed at each end of a lattice after a composition: moved to the
+// ends (upper) or dropped (lower).
+const trimMass = 1e-45
+
+func newPLD(h, eta float64, specs ...spec) *PLD {
+	p := &PLD{h: h}
+	for _, s := range specs {
+		up, lo := discretize(s, h, eta)
+		p.sides = append(p.sides, side{up, lo})
+	}
+	return p
+}
+
+// Compose returns the privacy-loss distribution of running both mechanisms (the
+// convolution of their PLDs; Kairouz–Oh–Viswanath §2: losses of independent releases
+// add). Both must share the lattice spacing.
+func (p *PLD) Compose(q *PLD) (*PLD, error) {
+	if p.h != q.h {
+		return nil, paramErr("spacing", q.h, "the spacing of the other PLD")
+	}
+	n := max(len(p.sides), len(q.sides))
+	out := &PLD{h: p.h, sides: make([]side, n)}
+	for i := range n {
+		a, b := p.sides[min(i, len(p.sides)-1)], q.sides[min(i, len(q.sides)-1)]
+		out.sides[i] = side{convolveTrim(a.upper, b.upper, true), convolveTrim(a.lower, b.lower, false)}
+	}
+	return out, nil
+}
+
+func convolveTrim(a, b *Lattice, upper bool) *Lattice {
+	c := Convolve(a, b)
+	c.Trim(trimMass, upper)
+	return c
+}
+
+// rediscretize puts the PLD on the lattice of spacing h (see discretize: the lattice's
+// atoms, with Q-masses P-mass·e^(−loss), are treated as a discrete pair). The floating-
+// point error already tracked (Err) carries over.
+func (p *PLD) rediscretize(h float64) *PLD {
+	out := &PLD{h: h, sides: make([]side, len(p.sides))}
+	for i, s := range p.sides {
+		up, _ := discretize(latticeSpec(s.upper), h, 0)
+		_, lo := discretize(latticeSpec(s.lower), h, 0)
+		up.Err, lo.Err = s.upper.Err, s.lower.Err
+		out.sides[i] = side{up, lo}
+	}
+	return out
+}
+
+func latticeSpec(l *Lattice) spec {
+	var loss, pm, qm []float64
+	for i, m := range l.Mass {
+		if m <= 0 {
+			continue
+		}
+		x := l.H * float64(l.Offset+int64(i))
+		loss = append(loss, x)
+		pm = append(pm, m)
+		qm = append(qm, m*math.Exp(-x))
+	}
+	if len(loss) == 0 {
+		loss, pm, qm = []float64{0}, []float64{0}, []float64{0}
+	}
+	return newAtomSpec(loss, pm, qm, l.InfMass, 0, 0)
+}
+
+// SelfCompose returns the k-fold composition, by repeated squaring: O(log k)
+// convolutions of lattices whose width grows as √k after trimming.
+func (p *PLD) SelfCompose(k int64) (*PLD, error) {
+	if k < 1 {
+		return nil, paramErr("k", k, "an integer ≥ 1")
+	}
+	out := &PLD{h: p.h, sides: make([]side, len(p.sides))}
+	for i, s := range p.sides {
+		out.sides[i] = side{power(s.upper, k, true), power(s.lower, k, false)}
+	}
+	return out, nil
+}
+
+func power(l *Lattice, k int64, upper bool) *Lattice {
+	var acc *Lattice
+	base := l
+	for i := bits.Len64(uint64(k)) - 1; i >= 0; i-- {
+		if acc != nil {
+			acc = convolveTrim(acc, acc, upper)
+		}
+		if k>>uint(i)&1 == 1 {
+			if acc == nil {
+				acc = base
+			} else {
+				acc = convolveTrim(acc, base, upper)
+			}
+		}
+	}
+	return acc
+}
+
+func (p *PLD) discretes() (up, lo []*Discrete) {
+	if p.dUp == nil {
+		for _, s := range p.sides {
+			p.dUp = append(p.dUp, []*Discrete{s.upper.Discrete(true)})
+			p.dLo = append(p.dLo, []*Discrete{s.lower.Discrete(false)})
+		}
+	}
+	for i := range p.dUp {
+		up = append(up, p.dUp[i][0])
+		lo = append(lo, p.dLo[i][0])
+	}
+	return up, lo
+}
+
+// Delta returns a certified bracket lower ≤ δ(ε) ≤ upper of the hockey-stick divergence
+// at ε, the larger over the two neighbour orders.
+func (p *PLD) Delta(eps float64) (upper, lower float64) {
+	up, lo := p.discretes()
+	for i := range up {
+		upper = math.Max(upper, math.Min(1, up[i].Delta(eps)))
+		lower = math.Max(lower, math.Max(0, lo[i].Delta(eps)))
+	}
+	return upper, lower
+}
+
+// Epsilon returns a certified bracket lower ≤ ε(δ) ≤ upper of the smallest ε ≥ 0 with
+// δ(ε) ≤ delta (+Inf when no ε reaches delta).
+func (p *PLD) Epsilon(delta float64) (upper, lower float64) {
+	up, lo := p.discretes()
+	for i := range up {
+		upper = math.Max(upper, up[i].Epsilon(delta))
+		lower = math.Max(lower, lo[i].Epsilon(delta))
+	}
+	return upper, lower
+}
+
+// TradeOff returns a certified bracket lower ≤ β(α) ≤ upper of the trade-off function of
+// the pair (f-DP; KOV §2 Thm 2.1 read as a hypothesis test): the smallest missed-detection
+// probability of a test whose false-alarm probability is at most α, the smaller over the
+// two neighbour orders. It uses the convex-conjugate relation (Dong, Roth & Su 2022,
+// Prop. 2.12)
+//
+//	β(α) = max(0, sup_ε 1 − δ(ε) − e^ε·α),
+//
+// the supremum being attained at a loss atom since δ is piecewise linear in e^ε.
+// A larger privacy curve gives a smaller β, so the upper PLD gives the lower β.
+func (p *PLD) TradeOff(alpha float64) (upper, lower float64) {
+	up, lo := p.discretes()
+	upper, lower = 1, 1
+	for i := range up {
+		lower = math.Min(lower, tradeOff(up[i], alpha))
+		upper = math.Min(upper, tradeOff(lo[i], alpha))
+	}
+	return upper, lower
+}
+
+// tradeOff evaluates the supremum at every atom l_i in one downward pass, with
+// δ(l_i) = InfMass + A_i − G_i, A_i = Σ_{j>i} m_j, G_i = Σ_{j>i} m_j e^(l_i − l_j).
+// (At ε → −∞ the value is 1 − total mass ≤ 0 for a probability measure.)
+func tradeOff(d *Discrete, alpha float64) float64 {
+	best := 0.0
+	A, G := 0.0, 0.0
+	for i := len(d.Loss) - 1; i >= 0; i-- {
+		if i < len(d.Loss)-1 {
+			G = (G + d.Mass[i+1]) * math.Exp(d.Loss[i]-d.Loss[i+1])
+			A += d.Mass[i+1]
+		}
+		delta := d.InfMass + math.Max(A-G, 0)
+		best = math.Max(best, 1-delta-math.Exp(d.Loss[i])*alpha)
+	}
+	return math.Min(1, best)
+}

@@ -1,0 +1,300 @@
+package pld
+
+import (
+	"math"
+	"sort"
+)
+
+// A spec describes one ordered dominating pair (P, Q) through its privacy loss
+// L = ln(P(x)/Q(x)): how much P- and Q-probability the loss puts in each interval. It is
+// what a lattice discretisation (discretize) needs, and nothing more.
+type spec interface {
+	// cell returns P[a < L ≤ b] and Q[a < L ≤ b] for finite losses; a = −Inf also counts
+	// the outcomes with L = −∞ (Q-only outcomes), b = +Inf counts every finite loss above
+	// a. relErr bounds the relative error of p.
+	cell(a, b float64) (p, q, relErr float64)
+	// support returns finite losses lo < hi such that P and Q each give probability at
+	// most eta to finite losses below lo and to finite losses above hi.
+	support(eta float64) (lo, hi float64)
+	// infMass returns P[L = +∞] (outcomes Q cannot produce: the δ of an (ε, δ) pair).
+	infMass() float64
+	// variance returns the variance of L under P (conditioned on L finite), used only to
+	// choose lattice spacings.
+	variance() float64
+	// atomUnit returns a > 0 when every atom of the loss is an integer multiple of a (0 when
+	// that is not so): a lattice whose spacing divides a holds the atoms exactly, which the
+	// lower discretisation needs to stay tight.
+	atomUnit() float64
+	// maxLoss returns the largest finite loss (+Inf when unbounded).
+	maxLoss() float64
+}
+
+// u is the unit roundoff of float64.
+const u = 0x1p-53
+
+// diffErr is the relative error bound of x − y computed from x and y that each carry a
+// relative error of at most e: (|x| + |y|)·e / |x − y| + u.
+func diffErr(x, y, e float64) float64 {
+	d := math.Abs(x - y)
+	if d == 0 {
+		return 0
+	}
+	return (math.Abs(x)+math.Abs(y))*e/d + u
+}
+
+// cdfCell returns the mass of (a, b] from a CDF F and survival function S, taking the
+// difference on the side where the values are smaller (so tails keep their relative
+// accuracy), and its relative error for functions accurate to e relative.
+func cdfCell(F, S func(float64) float64, a, b, e float64) (m, relErr float64) {
+	if b <= a {
+		return 0, 0
+	}
+	if sa := S(a); sa <= 0.5 {
+		sb := S(b)
+		return math.Max(sa-sb, 0), diffErr(sa, sb, e)
+	}
+	fa, fb := F(a), F(b)
+	return math.Max(fb-fa, 0), diffErr(fb, fa, e)
+}
+
+// erfcErr is the relative accuracy assumed of math.Erfc, math.Exp and friends (their
+// documented/observed error is below 1 ulp; 4u leaves room for argument rounding).
+const erfcErr = 8 * u
+
+// gaussianSpec: P = N(0, σ²), Q = N(Δ, σ²), μ = Δ/σ. The loss is
+// L = (Δ² − 2xΔ)/(2σ²), so L ~ N(μ²/2, μ²) under P and N(−μ²/2, μ²) under Q.
+type gaussianSpec struct{ mu float64 }
+
+func normSF(z float64) float64  { return 0.5 * math.Erfc(z/math.Sqrt2) }
+func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
+func (g gaussianSpec) cell(a, b float64) (p, q, relErr float64) {
+	mu, m := g.mu, g.mu*g.mu/2
+	// Standardised arguments: the relative error of z is a few u, which moves Φ by
+	// |z|·φ(z)/Φ(z)·4u ≤ (z² + 1)·4u relative; fold it into the error bound.
+	zp := func(l float64) float64 { return (l - m) / mu }
+	zq := func(l float64) float64 { return (l + m) / mu }
+	Fp := func(l float64) float64 { return normCDF(zp(l)) }
+	Sp := func(l float64) float64 { return normSF(zp(l)) }
+	Fq := func(l float64) float64 { return normCDF(zq(l)) }
+	Sq := func(l float64) float64 { return normSF(zq(l)) }
+	zmax := math.Max(math.Abs(zp(a)), math.Abs(zp(b)))
+	if math.IsInf(zmax, 0) {
+		zmax = math.Max(math.Abs(zp(math.Max(a, -1e300))), math.Abs(zp(math.Min(b, 1e300))))
+		zmax = math.Min(zmax, 40)
+	}
+	e := erfcErr + 4*u*(zmax*zmax+1)
+	p, relErr = cdfCell(Fp, Sp, a, b, e)
+	q, _ = cdfCell(Fq, Sq, a, b, e)
+	return p, q, relErr
+}
+
+func (g gaussianSpec) support(eta float64) (lo, hi float64) {
+	// Φ(−z) ≤ e^(−z²/2)/2 for z ≥ 0: z = √(2 ln(1/η)) bounds both tails of both laws.
+	z := math.Sqrt(2 * math.Log(1/eta))
+	m := g.mu * g.mu / 2
+	return -m - z*g.mu, m + z*g.mu
+}
+
+func (g gaussianSpec) infMass() float64  { return 0 }
+func (g gaussianSpec) atomUnit() float64 { return 0 }
+func (g gaussianSpec) maxLoss() float64  { return math.Inf(1) }
+func (g gaussianSpec) variance() float64 { return g.mu * g.mu }
+
+// laplaceSpec: P = Lap(0, b), Q = Lap(Δ, b), ε0 = Δ/b. The loss is ε0 for x ≤ 0 (an atom:
+// P ½, Q ½e^(−ε0)), −ε0 for x ≥ Δ (P ½e^(−ε0), Q ½) and ε0 − 2x/b in between, so for
+// −ε0 ≤ l < ε0:
+//
+//	P[L ≤ l] = ½·e^(−(ε0−l)/2),  Q[L > l] = ½·e^(−(ε0+l)/2).
+type laplaceSpec struct{ eps0 float64 }
+
+func (s laplaceSpec) fp(l float64) float64 {
+	switch {
+	case l < -s.eps0:
+		return 0
+	case l >= s.eps0:
+		return 1
+	}
+	return 0.5 * math.Exp(-(s.eps0-l)/2)
+}
+
+func (s laplaceSpec) sq(l float64) float64 {
+	switch {
+	case l < -s.eps0:
+		return 1
+	case l >= s.eps0:
+		return 0
+	}
+	return 0.5 * math.Exp(-(s.eps0+l)/2)
+}
+
+func (s laplaceSpec) cell(a, b float64) (p, q, relErr float64) {
+	const e = erfcErr
+	p, relErr = cdfCell(s.fp, func(l float64) float64 { return 1 - s.fp(l) }, a, b, e)
+	q, _ = cdfCell(func(l float64) float64 { return 1 - s.sq(l) }, s.sq, a, b, e)
+	return p, q, relErr
+}
+
+func (s laplaceSpec) support(float64) (lo, hi float64) { return -s.eps0, s.eps0 }
+func (s laplaceSpec) infMass() float64                 { return 0 }
+func (s laplaceSpec) atomUnit() float64                { return s.eps0 }
+func (s laplaceSpec) maxLoss() float64                 { return s.eps0 }
+
+// variance of L under P: atoms ε0 (½), −ε0 (½e^(−ε0)) and a density on (−ε0, ε0).
+// Only a guide for the lattice spacing, so the bound ε0² is used.
+func (s laplaceSpec) variance() float64 { return s.eps0 * s.eps0 }
+
+// atomSpec is a pair with finitely many outcomes, given by their losses and P and Q
+// masses (sorted by loss), plus P-only and Q-only mass.
+type atomSpec struct {
+	loss, p, q     []float64
+	pInf, qNegInf  float64 // P[L = +∞], Q[L = −∞]
+	relErr         float64 // relative error of each p
+	lossLo, lossHi float64
+	unit           float64 // see spec.atomUnit; set by the constructor's caller
+}
+
+func newAtomSpec(loss, p, q []float64, pInf, qNegInf, relErr float64) *atomSpec {
+	s := &atomSpec{loss: loss, p: p, q: q, pInf: pInf, qNegInf: qNegInf, relErr: relErr}
+	s.lossLo, s.lossHi = loss[0], loss[len(loss)-1]
+	return s
+}
+
+func (s *atomSpec) cell(a, b float64) (p, q, relErr float64) {
+	i := sort.Search(len(s.loss), func(i int) bool { return s.loss[i] > a })
+	n := 0
+	for ; i < len(s.loss) && s.loss[i] <= b; i++ {
+		p += s.p[i]
+		q += s.q[i]
+		n++
+	}
+	if math.IsInf(a, -1) {
+		q += s.qNegInf
+	}
+	return p, q, s.relErr + float64(n)*u
+}
+
+func (s *atomSpec) support(float64) (lo, hi float64) {
+	if s.lossLo == s.lossHi {
+		return s.lossLo - 1, s.lossHi
+	}
+	return s.lossLo, s.lossHi
+}
+
+func (s *atomSpec) infMass() float64 { return s.pInf }
+
+func (s *atomSpec) atomUnit() float64 { return s.unit }
+func (s *atomSpec) maxLoss() float64  { return s.lossHi }
+
+func (s *atomSpec) variance() float64 {
+	var m, m2, tot float64
+	for i, l := range s.loss {
+		m += s.p[i] * l
+		m2 += s.p[i] * l * l
+		tot += s.p[i]
+	}
+	if tot == 0 {
+		return 0
+	}
+	m /= tot
+	return math.Max(m2/tot-m*m, 0)
+}
+
+// subsampledSpec is one direction of Poisson subsampling with rate q of a base pair
+// (P, Q) under add/remove neighbours (Zhu, Dong & Wang 2022, Thm 11):
+//
+//	remove: (q·P + (1−q)·Q, Q),  loss L' = ln(1 − q + q·e^L)
+//	add:    (Q, q·P + (1−q)·Q),  loss L' = −ln(1 − q + q·e^L)
+//
+// where L is the base loss. Both maps are monotone in L, so a loss cell of the
+// subsampled pair is an interval of base losses.
+type subsampledSpec struct {
+	base spec
+	rate float64
+	add  bool
+}
+
+// baseLoss inverts l' = ln(1 − q + q e^l): l = ln((e^{l'} − (1−q))/q), −∞ when
+// e^{l'} ≤ 1 − q.
+func (s subsampledSpec) baseLoss(lp float64) float64 {
+	if math.IsInf(lp, 0) {
+		return lp
+	}
+	// e^{l'} − (1 − q) = expm1(l') + q
+	x := math.Expm1(lp) + s.rate
+	if x <= 0 {
+		return math.Inf(-1)
+	}
+	return math.Log(x / s.rate)
+}
+
+// forward maps a base loss to the subsampled loss of the remove direction.
+func (s subsampledSpec) forward(l float64) float64 {
+	if math.IsInf(l, -1) {
+		return math.Log1p(-s.rate)
+	}
+	// ln(1 − q + q e^l) = log1p(q·expm1(l))
+	return math.Log1p(s.rate * math.Expm1(l))
+}
+
+func (s subsampledSpec) cell(a, b float64) (p, q, relErr float64) {
+	if !s.add {
+		lo, hi := s.baseLoss(a), s.baseLoss(b)
+		if math.IsInf(a, -1) {
+			lo = math.Inf(-1)
+		}
+		bp, bq, e := s.base.cell(lo, hi)
+		return s.rate*bp + (1-s.rate)*bq, bq, e + 2*u
+	}
+	// L' ∈ (a, b] ⟺ ln(1−q+qe^L) ∈ [−b, −a) ⟺ L ∈ [g(−b), g(−a)); the base cell is
+	// taken as (g(−b)⁻, g(−a)], which may also count base outcomes at L' = a (mass from
+	// just below the cell: the discretisations treat that as mass moved up, see
+	// discretize) but never outcomes above b.
+	lo, hi := s.baseLoss(-b), s.baseLoss(-a)
+	if !math.IsInf(lo, -1) {
+		lo = math.Nextafter(lo, math.Inf(-1))
+	}
+	if math.IsInf(b, 1) {
+		lo = math.Inf(-1)
+	}
+	bp, bq, e := s.base.cell(lo, hi)
+	return bq, s.rate*bp + (1-s.rate)*bq, e + 2*u
+}
+
+func (s subsampledSpec) support(eta float64) (lo, hi float64) {
+	blo, bhi := s.base.support(eta)
+	lo, hi = s.forward(blo), s.forward(bhi)
+	if s.add {
+		// The largest loss, −ln(1−q), comes from base outcomes Q alone can produce.
+		lo, hi = -hi, -math.Log1p(-s.rate)
+	}
+	if hi <= lo {
+		hi = lo + math.Max(math.Abs(lo)*1e-9, 1e-12)
+	}
+	return lo, hi
+}
+
+// atomUnit: the subsampled losses lie in [ln(1−q), −ln(1−q)] (remove: from below, add:
+// from above), with mass piling up at that edge (an atom when the base has δ > 0);
+// aligning the lattice with it keeps the edge on a grid point.
+func (s subsampledSpec) atomUnit() float64 { return -math.Log1p(-s.rate) }
+
+func (s subsampledSpec) maxLoss() float64 {
+	if s.add {
+		return -math.Log1p(-s.rate)
+	}
+	return s.forward(s.base.maxLoss())
+}
+
+func (s subsampledSpec) infMass() float64 {
+	if s.add {
+		return 0
+	}
+	return s.rate * s.base.infMass()
+}
+
+func (s subsampledSpec) variance() float64 {
+	// The loss map has slope ≤ q near 0: variance ≈ q²·Var(L) + the mixing spread.
+	v := s.base.variance()
+	return s.rate*s.rate*v + s.rate*(1-s.rate)*v
+}
