@@ -1,5 +1,3 @@
-// Package noise generates the random noise of differentially private releases: a secure
-// source of random bits and exact samplers built on it.
 package noise
 
 import (

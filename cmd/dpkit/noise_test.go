@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func numbers(t *testing.T, v map[string]any, key string) []float64 {
+	t.Helper()
+	arr, ok := v[key].([]any)
+	if !ok {
+		t.Fatalf("key %q = %#v, want an array", key, v[key])
+	}
+	out := make([]float64, len(arr))
+	for i, x := range arr {
+		f, err := x.(json.Number).Float64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// TestNoiseJSON: every kind prints the documented keys, values on the grid, the ci95
+// around the first value, and the guarantee asked for. The releases are random, so the
+// checks are on structure and on a loose bound: with 200 releases, the fraction outside
+// the 95% interval is below 20% except with probability < 1e-30 (binomial tail).
+func TestNoiseJSON(t *testing.T) {
+	for _, c := range []struct {
+		kind  string
+		extra []string
+		delta float64
+	}{
+		{"laplace", nil, 0},
+		{"gaussian", []string{"--delta", "1e-6"}, 1e-6},
+		{"geometric", nil, 0},
+		{"staircase", nil, 0},
+	} {
+		args := append([]string{"noise", c.kind, "--value", "100", "--sensitivity", "2", "--eps", "0.5", "--n", "200", "--json"}, c.extra...)
+		v := decodeJSON(t, mustSucceed(t, "", args...))
+		if got, want := keysOf(v), "ci95,delta,epsilon,granularity,mechanism,scale,values"; got != want {
+			t.Fatalf("%s: keys %s, want %s", c.kind, got, want)
+		}
+		if v["mechanism"] != c.kind || number(t, v, "epsilon") != 0.5 || number(t, v, "delta") != c.delta {
+			t.Errorf("%s: mechanism/epsilon/delta = %v/%v/%v", c.kind, v["mechanism"], v["epsilon"], v["delta"])
+		}
+		vals := numbers(t, v, "values")
+		ci := numbers(t, v, "ci95")
+		g := number(t, v, "granularity")
+		if len(vals) != 200 || len(ci) != 2 {
+			t.Fatalf("%s: %d values, ci %v", c.kind, len(vals), ci)
+		}
+		if math.Abs((ci[0]+ci[1])/2-vals[0]) > 1e-9*math.Abs(vals[0]) {
+			t.Errorf("%s: ci95 %v not centred on the first value %v", c.kind, ci, vals[0])
+		}
+		half := (ci[1] - ci[0]) / 2
+		outside := 0
+		for _, x := range vals {
+			if q := x / g; q != math.Trunc(q) {
+				t.Errorf("%s: value %v not a multiple of the granularity %v", c.kind, x, g)
+			}
+			if math.Abs(x-100) > half {
+				outside++
+			}
+		}
+		if outside > 40 {
+			t.Errorf("%s: %d of 200 releases outside ±%v", c.kind, outside, half)
+		}
+		// The scale matches the calibration: Laplace b = Δ/ε = 4; geometric 1/rate = 4.
+		if (c.kind == "laplace" || c.kind == "geometric") && math.Abs(number(t, v, "scale")-4) > 1e-9 {
+			t.Errorf("%s: scale %v, want 4", c.kind, number(t, v, "scale"))
+		}
+	}
+}
+
+func TestNoiseText(t *testing.T) {
+	out := mustSucceed(t, "", "noise", "laplace", "--value", "3", "--sensitivity", "1", "--eps", "1")
+	for _, want := range []string{"mechanism", "laplace", "95% interval", "granularity", "(ε=1, δ=0) per release"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestNoiseErrors(t *testing.T) {
+	for _, c := range []errorCase{
+		{name: "no kind", args: []string{"noise", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"missing KIND"}},
+		{name: "bad kind", args: []string{"noise", "cauchy", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"unknown KIND"}},
+		{name: "no value", args: []string{"noise", "laplace", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
+		{name: "nan value", args: []string{"noise", "laplace", "--value", "NaN", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
+		{name: "zero eps", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "1", "--eps", "0"}, code: exitUsage, want: []string{"--eps"}},
+		{name: "neg sens", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "-1", "--eps", "1"}, code: exitUsage, want: []string{"--sensitivity"}},
+		{name: "gauss no delta", args: []string{"noise", "gaussian", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--delta"}},
+		{name: "laplace delta", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "1", "--eps", "1", "--delta", "0.1"}, code: exitUsage, want: []string{"only to gaussian"}},
+		{name: "geometric frac", args: []string{"noise", "geometric", "--value", "1.5", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"integer"}},
+		{name: "n too big", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "1", "--eps", "1", "--n", "0"}, code: exitUsage, want: []string{"--n"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,32 @@
+// Package mechanism implements the basic differentially private mechanisms of seed 002
+// (slides: Laplace and exponential mechanisms, smooth sensitivity), seed 000 §4 and the
+// thesis (staircase, Gaussian, geometric, randomized response with the (ε, δ) 4-output
+// form of seed 000 eq. 16), report-noisy-max and the smooth-sensitivity median.
+//
+// Each mechanism is built by a validating constructor (NewLaplace(LaplaceOptions{…}))
+// whose privacy-relevant fields (ε, δ, sensitivity) are required and never defaulted,
+// and offers
+//
+//   - Guarantee(): the (ε, δ) it satisfies (never below the truth);
+//   - accuracy: Variance() and a (1−β) bound on the noise (Interval, and VectorBound or
+//     UtilityBound where they apply);
+//   - a release function taking the true value and a noise.Source (nil means the
+//     package's shared noise.Secure source);
+//   - its parameters (Scale, Sigma, Sensitivity, Epsilon, …) for building its privacy
+//     loss distribution, and for the discrete mechanisms the defining pair of output
+//     distributions (Pair, a *region.Pair).
+//
+// # Secure noise
+//
+// Real-valued releases (Laplace, Gaussian, staircase) use the secure samplers of package
+// noise: the value is snapped to a power-of-two grid (Granularity) and exact integer
+// noise is added, so that the set of outputs does not depend on the input (Mironov
+// 2012). The privacy accounting includes the rounding: Guarantee() is exact for the grid
+// mechanism, not only for its continuous idealisation.
+//
+// # Errors
+//
+// Invalid parameters are reported as *dpkit.ParamError naming the field and its range;
+// requests that cannot be met as *dpkit.InfeasibleError. The package never panics on
+// user input and never logs.
+package mechanism

@@ -1,0 +1,89 @@
+package mechanism
+
+import (
+	"math"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/region"
+)
+
+// GeometricOptions configures a geometric mechanism.
+type GeometricOptions struct {
+	Epsilon     float64 // required, > 0, with ε/Sensitivity in [noise.MinRate, noise.MaxRate]
+	Sensitivity int64   // of the integer query; required, ≥ 1
+}
+
+// Geometric is the geometric mechanism (Ghosh, Roughgarden and Sundararajan 2009; seed
+// 000 Thm 4.4): an integer query plus two-sided geometric noise
+// P(Z = z) ∝ e^(−ε|z|/Δ), sampled exactly. It is ε-DP; the rate is rounded down to a
+// multiple of 2^−63, so the exact ε is Rate()·Δ ≤ ε.
+type Geometric struct {
+	eps  float64
+	sens int64
+	d    *noise.DiscreteLaplace
+}
+
+// NewGeometric validates o and returns the mechanism.
+func NewGeometric(o GeometricOptions) (*Geometric, error) {
+	if err := checkEpsilonPositive(o.Epsilon); err != nil {
+		return nil, err
+	}
+	if o.Sensitivity < 1 || o.Sensitivity > 1<<40 {
+		return nil, &dpkit.ParamError{Name: "Sensitivity", Value: o.Sensitivity, Want: "an integer in [1, 2^40]"}
+	}
+	d, err := noise.NewDiscreteLaplace(o.Epsilon / float64(o.Sensitivity))
+	if err != nil {
+		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "ε/Sensitivity in [2^-40, 2^20]"}
+	}
+	return &Geometric{eps: o.Epsilon, sens: o.Sensitivity, d: d}, nil
+}
+
+// Guarantee returns (ε, 0).
+func (m *Geometric) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Epsilon returns ε; Sensitivity the integer sensitivity Δ; Rate the noise rate used.
+func (m *Geometric) Epsilon() float64   { return m.eps }
+func (m *Geometric) Sensitivity() int64 { return m.sens }
+func (m *Geometric) Rate() float64      { return m.d.Rate() }
+
+// Variance returns 2q/(1−q)², q = e^(−rate).
+func (m *Geometric) Variance() float64 { return m.d.Variance() }
+
+// Interval returns the smallest integer w with Pr[|Z| ≥ w] = 2q^w/(1+q) ≤ β.
+func (m *Geometric) Interval(beta float64) (int64, error) {
+	if err := checkBeta(beta); err != nil {
+		return 0, err
+	}
+	lq := -m.d.Rate()
+	q := math.Exp(lq)
+	w := math.Max(0, math.Ceil(math.Log(beta*(1+q)/2)/lq))
+	for 2*math.Exp(w*lq)/(1+q) > beta {
+		w++
+	}
+	return int64(w), nil
+}
+
+// Release returns value plus noise, saturating at the int64 range (post-processing).
+func (m *Geometric) Release(value int64, src noise.Source) int64 {
+	z := m.d.Sample(sourceOr(src))
+	sum := value + z
+	// overflow: both of one sign and the sum of the other
+	if (value > 0 && z > 0 && sum < 0) || (value < 0 && z < 0 && sum >= 0) {
+		if value > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return sum
+}
+
+// Pair returns the pair of output distributions that defines the mechanism's privacy
+// region when Δ = 1: by seed 000 Thm 4.4 (App. C) it is the region of the canonical
+// binary pair with (ε, 0), region.Canonical. For Δ > 1 it returns a *dpkit.ParamError.
+func (m *Geometric) Pair() (*region.Pair, error) {
+	if m.sens != 1 {
+		return nil, &dpkit.ParamError{Name: "Sensitivity", Value: m.sens, Want: "1 for Pair"}
+	}
+	return region.Canonical(dpkit.Budget{Epsilon: m.d.Rate()})
+}

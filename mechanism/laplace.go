@@ -1,0 +1,139 @@
+package mechanism
+
+import (
+	"math"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/noise"
+)
+
+// LaplaceOptions configures a Laplace mechanism.
+type LaplaceOptions struct {
+	Epsilon     float64 // required, finite and > 0
+	Sensitivity float64 // ℓ1 sensitivity of the released value or vector; required, > 0
+	Dimension   int     // number of coordinates released together; 0 means 1
+}
+
+// Laplace is the Laplace mechanism (seed 002, "Laplace mechanism"): f(D) + (Y_1, …, Y_k)
+// with Y_i i.i.d. Lap(b), b = Δf/ε, where Δf is the ℓ1 sensitivity of f. It is ε-DP.
+// Noise is generated securely (package noise, SecureLaplace): the release lies on a grid
+// of spacing Granularity(), and the grid noise has scale NoiseScale() ≥ b.
+type Laplace struct {
+	eps, sens float64
+	dim       int
+	s         *noise.SecureLaplace
+}
+
+// NewLaplace validates o and returns the mechanism.
+func NewLaplace(o LaplaceOptions) (*Laplace, error) {
+	if err := checkEpsilonPositive(o.Epsilon); err != nil {
+		return nil, err
+	}
+	if err := dpkit.CheckPositive("Sensitivity", o.Sensitivity); err != nil {
+		return nil, err
+	}
+	dim := o.Dimension
+	if dim == 0 {
+		dim = 1
+	}
+	if dim < 0 || dim > 1<<20 {
+		return nil, &dpkit.ParamError{Name: "Dimension", Value: o.Dimension, Want: "an integer in [0, 2^20]"}
+	}
+	s, err := noise.NewSecureLaplaceL1(o.Sensitivity, o.Epsilon, dim)
+	if err != nil {
+		return nil, err
+	}
+	return &Laplace{eps: o.Epsilon, sens: o.Sensitivity, dim: dim, s: s}, nil
+}
+
+// Guarantee returns (ε, 0). The grid mechanism's exact ε is Sampler().Epsilon() ≤ ε.
+func (m *Laplace) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Epsilon returns ε.
+func (m *Laplace) Epsilon() float64 { return m.eps }
+
+// Sensitivity returns the ℓ1 sensitivity Δf.
+func (m *Laplace) Sensitivity() float64 { return m.sens }
+
+// Dimension returns the number of coordinates k.
+func (m *Laplace) Dimension() int { return m.dim }
+
+// Scale returns the nominal scale b = Δf/ε.
+func (m *Laplace) Scale() float64 { return m.sens / m.eps }
+
+// NoiseScale returns the scale t·g of the noise actually added (≥ b, by a relative
+// 2^−39 or less in ordinary cases).
+func (m *Laplace) NoiseScale() float64 { return m.s.Scale() }
+
+// Granularity returns the spacing of the output grid.
+func (m *Laplace) Granularity() float64 { return m.s.Granularity() }
+
+// Sampler returns the secure sampler (its exact grid parameters).
+func (m *Laplace) Sampler() *noise.SecureLaplace { return m.s }
+
+// Variance returns the variance of each coordinate's noise. For the grid noise it is
+// g²·2q/(1−q)² with q = e^(−1/t), within 2^−38 relative of 2b².
+func (m *Laplace) Variance() float64 { return m.s.Variance() }
+
+// Interval returns the half-width w of the (1−β) interval of one coordinate's noise:
+// Pr[|Y| ≥ w] ≤ β. For Lap(b), Pr[|Y| ≥ t·b] = e^(−t) (seed 002), so w = b·ln(1/β);
+// for the grid noise the exact discrete tail P(|Z| ≥ m) = 2q^m/(1+q) is used, which
+// gives w = m·g with m the smallest integer meeting β.
+func (m *Laplace) Interval(beta float64) (float64, error) {
+	if err := checkBeta(beta); err != nil {
+		return 0, err
+	}
+	return m.tail(beta), nil
+}
+
+func (m *Laplace) tail(beta float64) float64 {
+	t := float64(m.s.GridScale())
+	lq := -1 / t      // ln q
+	q := math.Exp(lq) // q = e^(−1/t)
+	steps := math.Ceil(math.Log(beta*(1+q)/2) / lq)
+	steps = math.Max(steps, 0)
+	// guard the rounding of the logarithms: step up until the exact tail meets β
+	for 2*math.Exp(steps*lq)/(1+q) > beta {
+		steps++
+	}
+	return steps * m.s.Granularity()
+}
+
+// VectorBound returns w such that Pr[max_i |Y_i| ≥ w] ≤ β for the k coordinates: the
+// union bound of seed 002, w = b·ln(k/β) (each coordinate at level β/k).
+func (m *Laplace) VectorBound(beta float64) (float64, error) {
+	if err := checkBeta(beta); err != nil {
+		return 0, err
+	}
+	return m.tail(beta / float64(m.dim)), nil
+}
+
+// Release returns value plus noise. It is for Dimension 1; value must be finite.
+func (m *Laplace) Release(value float64, src noise.Source) (float64, error) {
+	if m.dim != 1 {
+		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a vector of Dimension coordinates (use ReleaseVector)"}
+	}
+	if err := checkValue("value", value); err != nil {
+		return 0, err
+	}
+	return m.s.Add(sourceOr(src), value), nil
+}
+
+// ReleaseVector returns values plus independent noise per coordinate; len(values) must
+// equal Dimension and every value must be finite.
+func (m *Laplace) ReleaseVector(values []float64, src noise.Source) ([]float64, error) {
+	if len(values) != m.dim {
+		return nil, &dpkit.ParamError{Name: "values", Value: len(values), Want: "Dimension coordinates"}
+	}
+	for i, v := range values {
+		if err := checkValue(indexName("values", i), v); err != nil {
+			return nil, err
+		}
+	}
+	src = sourceOr(src)
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = m.s.Add(src, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,176 @@
+package mechanism
+
+import (
+	"math"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/region"
+)
+
+// RandomizedResponseOptions configures k-ary randomized response.
+type RandomizedResponseOptions struct {
+	Epsilon    float64 // required, finite and ≥ 0
+	Categories int     // k ≥ 2 (2 is binary randomized response)
+}
+
+// RandomizedResponse is k-ary randomized response (Warner 1965; thesis §3.4, the
+// randomized response mechanism): report the true category with probability
+// e^ε/(e^ε + k − 1) and each other category with probability 1/(e^ε + k − 1). It is
+// ε-DP (local). Sampling is exact: a uniform category, kept when it is the true one and
+// otherwise accepted with probability e^(−ε̃) (ε̃ = ε rounded down to a multiple of
+// 2^−63, which only lowers the privacy loss).
+type RandomizedResponse struct {
+	eps      float64
+	k        int
+	num, den uint64
+}
+
+// NewRandomizedResponse validates o.
+func NewRandomizedResponse(o RandomizedResponseOptions) (*RandomizedResponse, error) {
+	if err := dpkit.CheckEpsilon("Epsilon", o.Epsilon); err != nil {
+		return nil, err
+	}
+	if o.Categories < 2 || o.Categories > 1<<30 {
+		return nil, &dpkit.ParamError{Name: "Categories", Value: o.Categories, Want: "an integer in [2, 2^30]"}
+	}
+	num, den, err := noise.Dyadic(o.Epsilon)
+	if err != nil {
+		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "< 2^62"}
+	}
+	return &RandomizedResponse{eps: o.Epsilon, k: o.Categories, num: num, den: den}, nil
+}
+
+// Guarantee returns (ε, 0).
+func (m *RandomizedResponse) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Epsilon returns ε; Categories k.
+func (m *RandomizedResponse) Epsilon() float64 { return m.eps }
+func (m *RandomizedResponse) Categories() int  { return m.k }
+
+// KeepProbability returns p = e^ε/(e^ε + k − 1) = 1/(1 + (k−1)e^(−ε)).
+func (m *RandomizedResponse) KeepProbability() float64 {
+	return 1 / (1 + float64(m.k-1)*math.Exp(-m.eps))
+}
+
+// Pair returns the output distributions for inputs 0 and 1 (every pair of inputs is
+// equivalent up to relabelling).
+func (m *RandomizedResponse) Pair() (*region.Pair, error) {
+	p := m.KeepProbability()
+	q := math.Exp(-m.eps) * p // 1/(e^ε + k − 1)
+	p0 := make([]float64, m.k)
+	p1 := make([]float64, m.k)
+	for i := range p0 {
+		p0[i], p1[i] = q, q
+	}
+	p0[0], p1[0] = p, q
+	p0[1], p1[1] = q, p
+	return region.NewPair(p0, p1)
+}
+
+// Variance returns the largest variance, over the true category, of the unbiased
+// estimate (1{y = j} − q)/(p − q) of the indicator 1{x = j} from one report:
+// max(p(1−p), q(1−q))/(p − q)².
+func (m *RandomizedResponse) Variance() float64 {
+	p := m.KeepProbability()
+	q := math.Exp(-m.eps) * p
+	return math.Max(p*(1-p), q*(1-q)) / ((p - q) * (p - q))
+}
+
+// Interval returns the half-width of a (1−β) interval for the frequency of a category
+// estimated from n reports (Hoeffding): √(ln(2/β)/(2n)) / (p − q).
+func (m *RandomizedResponse) Interval(beta float64, n int) (float64, error) {
+	if err := checkBeta(beta); err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+	}
+	p := m.KeepProbability()
+	q := math.Exp(-m.eps) * p
+	return math.Sqrt(math.Log(2/beta)/(2*float64(n))) / (p - q), nil
+}
+
+// Release returns the randomized report of category value ∈ [0, k).
+func (m *RandomizedResponse) Release(value int, src noise.Source) (int, error) {
+	if value < 0 || value >= m.k {
+		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a category in [0, Categories)"}
+	}
+	src = sourceOr(src)
+	for {
+		y := int(noise.Uniform(src, uint64(m.k)))
+		if y == value {
+			return y, nil
+		}
+		if ok, _ := noise.BernoulliExp(src, m.num, m.den); ok {
+			return y, nil
+		}
+	}
+}
+
+// RandomizedResponse4Options configures the (ε, δ) randomized response of seed 000 eq. (16).
+type RandomizedResponse4Options struct {
+	Epsilon float64 // required, finite and ≥ 0
+	Delta   float64 // required, in [0, 1]
+}
+
+// RandomizedResponse4 is the (ε, δ) randomized response of a bit (KOV, seed 000 eq. 16):
+//
+//	x = 0:  0 w.p. δ,  1 w.p. (1−δ)e^ε/(1+e^ε),  2 w.p. (1−δ)/(1+e^ε),  3 w.p. 0
+//	x = 1:  0 w.p. 0,  1 w.p. (1−δ)/(1+e^ε),  2 w.p. (1−δ)e^ε/(1+e^ε),  3 w.p. δ
+//
+// Its privacy region is exactly R(ε, δ) (it is the canonical pair of eq. 17/18), and it
+// is universally optimal for multi-party bit computations (seed 000 Thm 5.1).
+type RandomizedResponse4 struct {
+	eps, delta float64
+	num, den   uint64
+}
+
+// NewRandomizedResponse4 validates o.
+func NewRandomizedResponse4(o RandomizedResponse4Options) (*RandomizedResponse4, error) {
+	if err := dpkit.CheckEpsilon("Epsilon", o.Epsilon); err != nil {
+		return nil, err
+	}
+	if err := dpkit.CheckDelta("Delta", o.Delta); err != nil {
+		return nil, err
+	}
+	num, den, err := noise.Dyadic(o.Epsilon)
+	if err != nil {
+		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "< 2^62"}
+	}
+	return &RandomizedResponse4{eps: o.Epsilon, delta: o.Delta, num: num, den: den}, nil
+}
+
+// Guarantee returns (ε, δ).
+func (m *RandomizedResponse4) Guarantee() dpkit.Budget {
+	return dpkit.Budget{Epsilon: m.eps, Delta: m.delta}
+}
+
+// Pair returns the two output distributions of eq. (16).
+func (m *RandomizedResponse4) Pair() (*region.Pair, error) {
+	hi := (1 - m.delta) / (1 + math.Exp(-m.eps))
+	lo := (1 - m.delta) / (1 + math.Exp(m.eps))
+	return region.NewPair([]float64{m.delta, hi, lo, 0}, []float64{0, lo, hi, m.delta})
+}
+
+// Release returns the report (0–3) of bit ∈ {0, 1}. Exact: Bernoulli(δ) for the
+// revealing outputs, then binary randomized response between 1 and 2 (keep with
+// probability 1/(1 + e^(−ε̃)), ε̃ = ε rounded down to a multiple of 2^−63).
+func (m *RandomizedResponse4) Release(bit int, src noise.Source) (int, error) {
+	if bit != 0 && bit != 1 {
+		return 0, &dpkit.ParamError{Name: "bit", Value: bit, Want: "0 or 1"}
+	}
+	src = sourceOr(src)
+	if reveal, _ := noise.Bernoulli(src, m.delta); reveal {
+		return 3 * bit, nil
+	}
+	keep := 1 + bit // output 1 for bit 0, 2 for bit 1
+	for {
+		if noise.Uniform(src, 2) == 0 {
+			return keep, nil
+		}
+		if ok, _ := noise.BernoulliExp(src, m.num, m.den); ok {
+			return 3 - keep, nil
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package noise
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/dpkit/dpkit"
+)
+
+// TestSnap: round half up on the grid, exact at ties, translation invariant by whole
+// steps, clamped far out, NaN → 0.
+func TestSnap(t *testing.T) {
+	cases := []struct {
+		x    float64
+		k    int
+		want int64
+	}{
+		{0, 0, 0}, {0.5, 0, 1}, {-0.5, 0, 0}, {1.5, 0, 2}, {-1.5, 0, -1}, {0.49999999999999994, 0, 0},
+		{2.5, 0, 3}, {-2.5, 0, -2}, {0.75, -2, 3}, {0.625, -2, 3}, {-0.625, -2, -2},
+		{1e300, 0, clampGrid}, {-1e300, 0, -clampGrid}, {math.Inf(1), -10, clampGrid},
+		{math.NaN(), 0, 0}, {5e-324, 0, 0}, {3, 1, 2}, {-3, 1, -1},
+	}
+	for _, c := range cases {
+		if got := snap(c.x, c.k); got != c.want {
+			t.Errorf("snap(%v, 2^%d) = %d, want %d", c.x, c.k, got, c.want)
+		}
+	}
+	// Neighbours at distance Δ snap to integers at distance ≤ ⌈Δ/g⌉.
+	src := Seeded(5)
+	for range 10000 {
+		x := (Float64(src) - 0.5) * 100
+		delta := Float64(src) * 3
+		a, b := snap(x, -3), snap(x+delta, -3)
+		if d := b - a; d < 0 || d > int64(math.Ceil(delta*8)) {
+			t.Fatalf("snap(%v) = %d, snap(%v) = %d: distance %d > ⌈Δ/g⌉ = %v", x, a, x+delta, b, d, math.Ceil(delta*8))
+		}
+	}
+	if unsnap(1<<62, 1000) != math.MaxFloat64 || unsnap(-1<<62, 1000) != -math.MaxFloat64 {
+		t.Error("unsnap does not clamp to ±MaxFloat64")
+	}
+}
+
+// TestSecureLaplaceParams: granularity a power of two near Δ/2^40, t·ε ≥ D exactly
+// (so Epsilon() ≤ ε), scale within 2^−38 relative of Δ/ε.
+func TestSecureLaplaceParams(t *testing.T) {
+	for _, c := range [][2]float64{{1, 1}, {1, 0.1}, {1, 1e-3}, {3.7, 0.25}, {1e-200, 2}, {1e200, 0.5}, {1, 50}, {0.001, 1e-6}, {1, 1000}} {
+		delta, eps := c[0], c[1]
+		s, err := NewSecureLaplace(delta, eps)
+		if err != nil {
+			t.Fatalf("NewSecureLaplace(%v, %v): %v", delta, eps, err)
+		}
+		g := s.Granularity()
+		if f, _ := math.Frexp(g); f != 0.5 {
+			t.Errorf("granularity %v not a power of two", g)
+		}
+		if s.Epsilon() > eps {
+			t.Errorf("(%v, %v): Epsilon %v > ε", delta, eps, s.Epsilon())
+		}
+		// D/t ≤ ε checked in exact arithmetic: t·ε − D ≥ 0 (FMA is exact in sign here).
+		if math.FMA(float64(s.GridScale()), eps, -float64(s.GridSensitivity())) < 0 {
+			t.Errorf("(%v, %v): t·ε < D", delta, eps)
+		}
+		if float64(s.GridSensitivity()) < delta/g {
+			t.Errorf("(%v, %v): grid sensitivity %d < Δ/g = %v", delta, eps, s.GridSensitivity(), delta/g)
+		}
+		if r := s.Scale() / (delta / eps); r < 1-1e-15 || r > 1+0x1p-20 {
+			t.Errorf("(%v, %v): scale %v is %v × Δ/ε", delta, eps, s.Scale(), r)
+		}
+		if s.GridScale() > maxGridT {
+			t.Errorf("grid scale %d too large", s.GridScale())
+		}
+	}
+	for _, bad := range [][2]float64{{0, 1}, {1, 0}, {math.NaN(), 1}, {1, math.Inf(1)}, {-1, 1}, {1e-310, 1}} {
+		var pe *dpkit.ParamError
+		if _, err := NewSecureLaplace(bad[0], bad[1]); !errors.As(err, &pe) {
+			t.Errorf("NewSecureLaplace(%v, %v) = %v, want ParamError", bad[0], bad[1], err)
+		}
+	}
+}
+
+// TestSecureOutputsOnGrid: every release is a multiple of the granularity, whatever the
+// input (the defence against Mironov's attack), and releases of huge inputs do not
+// overflow.
+func TestSecureOutputsOnGrid(t *testing.T) {
+	src := Seeded(6)
+	l, _ := NewSecureLaplace(1, 0.5)
+	gs, _ := NewSecureGaussian(1, 2)
+	st, _ := NewStaircase(1, 1, 0.3)
+	for _, x := range []float64{0, 0.1, 1.0 / 3, -7.123456789, 1e6 + 0.3, math.MaxFloat64, -math.MaxFloat64} {
+		for _, add := range []struct {
+			name string
+			g    float64
+			f    func(Source, float64) float64
+		}{{"laplace", l.Granularity(), l.Add}, {"gaussian", gs.Granularity(), gs.Add}, {"staircase", st.Granularity(), st.Add}} {
+			y := add.f(src, x)
+			if math.IsInf(y, 0) || math.IsNaN(y) {
+				t.Errorf("%s(%v) = %v", add.name, x, y)
+			}
+			if q := y / add.g; q != math.Trunc(q) {
+				t.Errorf("%s(%v) = %v is not a multiple of %v", add.name, x, y, add.g)
+			}
+		}
+	}
+}
+
+// TestSecureLaplaceDistribution: the noise Z·g against the continuous Laplace(t·g)
+// distribution with the DKW bound; the discrete CDF differs from the continuous one by at
+// most about 1/t ≈ 2^−39, far below the DKW band. False-rejection probability frp.
+func TestSecureLaplaceDistribution(t *testing.T) {
+	s, _ := NewSecureLaplace(2, 0.7)
+	src := Seeded(7)
+	b := s.Scale()
+	xs := make([]float64, draws(100000, 10000))
+	for i := range xs {
+		xs[i] = s.Noise(src)
+	}
+	dkw(t, "SecureLaplace", xs, func(x float64) float64 {
+		if x < 0 {
+			return 0.5 * math.Exp(x/b)
+		}
+		return 1 - 0.5*math.Exp(-x/b)
+	}, frp)
+}
+
+// TestSecureGaussianDistribution: the noise against N(0, (S·g)²) with the DKW bound
+// (the discrete CDF is within ~1/S of the continuous one). False-rejection prob. frp.
+func TestSecureGaussianDistribution(t *testing.T) {
+	s, err := NewSecureGaussian(1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Sigma() / 3; r < 1 || r > 1+0x1p-38 {
+		t.Errorf("Sigma %v for σ = 3", s.Sigma())
+	}
+	src := Seeded(8)
+	sigma := s.Sigma()
+	xs := make([]float64, draws(100000, 10000))
+	for i := range xs {
+		xs[i] = s.Noise(src)
+	}
+	dkw(t, "SecureGaussian", xs, func(x float64) float64 { return 0.5 * math.Erfc(-x/(sigma*math.Sqrt2)) }, frp)
+}
+
+// exactDiscreteGaussianDelta computes δ(ε) of N_ℤ(0, S²) against its shift by D by
+// direct summation of (P0(z) − e^ε P1(z))₊ over |z| ≤ 40S (the tails beyond are below
+// e^(−800)): the definition of the hockey-stick divergence, independent of DeltaBound.
+func exactDiscreteGaussianDelta(S, D int64, eps float64) float64 {
+	s := float64(S)
+	norm := 0.0
+	for z := -40 * S; z <= 40*S; z++ {
+		norm += math.Exp(-float64(z*z) / (2 * s * s))
+	}
+	d := 0.0
+	for z := -40 * S; z <= 40*S; z++ {
+		p0 := math.Exp(-float64(z*z)/(2*s*s)) / norm
+		p1 := math.Exp(-float64((z-D)*(z-D))/(2*s*s)) / norm
+		d += math.Max(0, p0-math.Exp(eps)*p1)
+	}
+	return d
+}
+
+// TestDeltaBound: DeltaBound is never below the exact δ of the discrete Gaussian
+// (direct summation, relative accuracy ~1e-13) and, for S ≥ 100, within 3% + 1/S of it.
+func TestDeltaBound(t *testing.T) {
+	for _, c := range []struct {
+		S, D int64
+	}{{2, 1}, {5, 1}, {5, 3}, {20, 7}, {100, 30}, {400, 100}} {
+		for _, eps := range []float64{0, 0.1, 0.5, 1, 3} {
+			exact := exactDiscreteGaussianDelta(c.S, c.D, eps)
+			bound := discreteGaussianDelta(float64(c.S), float64(c.D), eps)
+			if bound < exact*(1-1e-12) {
+				t.Errorf("S=%d D=%d ε=%v: bound %.6g below exact %.6g", c.S, c.D, eps, bound, exact)
+			}
+			if c.S >= 100 && bound > exact*1.03+2/float64(c.S) {
+				t.Errorf("S=%d D=%d ε=%v: bound %.6g loose (exact %.6g)", c.S, c.D, eps, bound, exact)
+			}
+		}
+	}
+}

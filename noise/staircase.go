@@ -1,0 +1,145 @@
+package noise
+
+import (
+	"math"
+
+	"github.com/dpkit/dpkit"
+)
+
+// Staircase is the staircase distribution of Geng and Viswanath (2012), seed 000 §4.1 and
+// the thesis (seed 003) §2.3, eq. (2.8) with d = 1: for ε > 0, period Δ and γ ∈ [0, 1],
+//
+//	f(x) = e^(−kε)·a        for |x| ∈ [kΔ, (k+γ)Δ),
+//	f(x) = e^(−(k+1)ε)·a    for |x| ∈ [(k+γ)Δ, (k+1)Δ),    k = 0, 1, …,
+//	a = (1 − b) / (2Δ(b + (1 − b)γ)),   b = e^(−ε).
+//
+// Adding it to a query of sensitivity Δ is ε-DP, since f(x) ≤ e^ε f(x + t) for |t| ≤ Δ.
+// It is sampled securely on a grid of power-of-two spacing g: the period becomes
+// M = ⌈Δ/g⌉ steps and the step boundary r = ⌊γM + ½⌋, and the integer noise has
+//
+//	P(Z = n) ∝ b^⌊|n|/M⌋ · (1 if |n| mod M < r else b),
+//
+// which is ε-DP for integer shifts up to M (the ratio of P at any two points of
+// [−M, M] is at most 1/b, and P(n)/P(n+M) = 1/b beyond), hence for the snapped query.
+// Every draw is exact: the geometric number of periods, the position in the period by
+// rejection with an exact Bernoulli(e^(−ε)), a fair sign with "−0" rejected.
+type Staircase struct {
+	eps, delta, gamma float64
+	k                 int
+	m, r              uint64
+	geo               DiscreteLaplace // rate ε (rounded down to a multiple of 2^−63)
+}
+
+// Staircase limits: ε in [MinStaircaseEpsilon, MaxRate].
+const MinStaircaseEpsilon = 0x1p-12
+
+// NewStaircase returns the staircase distribution for ε, Δ > 0 and γ ∈ [0, 1].
+func NewStaircase(eps, delta, gamma float64) (*Staircase, error) {
+	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
+		return nil, err
+	}
+	if eps < MinStaircaseEpsilon || eps > MaxRate {
+		return nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "in [2^-12, 2^20] (use Laplace noise for smaller ε)"}
+	}
+	if err := dpkit.CheckPositive("sensitivity", delta); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(gamma) || gamma < 0 || gamma > 1 {
+		return nil, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "in [0, 1]"}
+	}
+	k := log2Floor(delta) - 31 // M ≈ 2^31…2^32
+	if err := checkGrid(k, "sensitivity", delta); err != nil {
+		return nil, err
+	}
+	geo, err := NewDiscreteLaplace(eps)
+	if err != nil {
+		return nil, err
+	}
+	m := uint64(math.Ceil(math.Ldexp(delta, -k)))
+	r := uint64(math.Floor(gamma*float64(m) + 0.5))
+	return &Staircase{eps: geo.rate, delta: delta, gamma: gamma, k: k, m: m, r: r, geo: *geo}, nil
+}
+
+// Epsilon returns the privacy parameter of the noise: ε rounded down to a multiple of
+// 2^−63, never above the ε asked for.
+func (s *Staircase) Epsilon() float64 { return s.eps }
+
+// Granularity returns the grid spacing g.
+func (s *Staircase) Granularity() float64 { return math.Ldexp(1, s.k) }
+
+// Period returns the period M·g (≥ Δ) and Gamma the effective γ = r/M.
+func (s *Staircase) Period() float64 { return math.Ldexp(float64(s.m), s.k) }
+
+// Gamma returns the effective γ = r/M of the grid distribution.
+func (s *Staircase) Gamma() float64 { return float64(s.r) / float64(s.m) }
+
+// sample returns the integer noise.
+func (s *Staircase) sample(src Source) int64 {
+	r := bitReader{src: src}
+	for {
+		g, ok := s.geo.magnitude(&r)
+		if !ok || g >= 1<<29 {
+			continue // probability < exp(−2^17): see the package overview
+		}
+		var pos uint64
+		for {
+			pos = r.uniform(s.m)
+			if pos < s.r || r.bernoulliExp(s.geo.num, s.geo.den) {
+				break
+			}
+		}
+		n := g*s.m + pos
+		neg := r.bit() == 1
+		if neg && n == 0 {
+			continue
+		}
+		if neg {
+			return -int64(n)
+		}
+		return int64(n)
+	}
+}
+
+// Add returns the release of x: x snapped to the grid plus staircase noise, in g·ℤ.
+func (s *Staircase) Add(src Source, x float64) float64 {
+	return unsnap(snap(x, s.k)+s.sample(src), s.k)
+}
+
+// Noise returns a noise draw (for inspection and tests).
+func (s *Staircase) Noise(src Source) float64 { return unsnap(s.sample(src), s.k) }
+
+// StaircaseMoment returns E|X|^p (p = 1 or 2) of the continuous staircase distribution
+// with parameters ε, Δ, γ (thesis §2.3 computation, d = 1):
+//
+//	E|X|   = aΔ² [2γc1 + γ²c0 + b(2c1 + c0 − 2γc1 − γ²c0)]
+//	E X²   = (2aΔ³/3) [3γc2 + 3γ²c1 + γ³c0 + b(3(1−γ)c2 + 3(1−γ²)c1 + (1−γ³)c0)]
+//
+// with c0 = 1/(1−b), c1 = b/(1−b)², c2 = (b² + b)/(1−b)³ and a as in Staircase.
+func StaircaseMoment(eps, delta, gamma float64, p int) float64 {
+	b := math.Exp(-eps)
+	omb := -math.Expm1(-eps)
+	c0, c1, c2 := 1/omb, b/(omb*omb), (b*b+b)/(omb*omb*omb)
+	a := omb / (2 * delta * (b + omb*gamma))
+	if p == 1 {
+		return a * delta * delta * (2*gamma*c1 + gamma*gamma*c0 + b*(2*c1+c0-2*gamma*c1-gamma*gamma*c0))
+	}
+	g2, g3 := gamma*gamma, gamma*gamma*gamma
+	return 2 * a * delta * delta * delta / 3 *
+		(3*gamma*c2 + 3*g2*c1 + g3*c0 + b*(3*(1-gamma)*c2+3*(1-g2)*c1+(1-g3)*c0))
+}
+
+// StaircaseGammaL1 returns the γ that minimises E|X| (Geng–Viswanath 2012, Thm 4):
+// γ* = 1/(1 + e^(ε/2)).
+func StaircaseGammaL1(eps float64) float64 { return 1 / (1 + math.Exp(eps/2)) }
+
+// StaircaseGammaL2 returns the γ that minimises the variance E X² (Geng–Viswanath
+// 2012, Thm 5), with b = e^(−ε):
+//
+//	γ* = −b/(1−b) + (b − 2b² + 2b⁴ − b⁵)^(1/3) / (2^(1/3) (1−b)²).
+func StaircaseGammaL2(eps float64) float64 {
+	b := math.Exp(-eps)
+	omb := -math.Expm1(-eps)
+	v := b - 2*b*b + 2*b*b*b*b - b*b*b*b*b
+	g := -b/omb + math.Cbrt(v)/(math.Cbrt(2)*omb*omb)
+	return math.Max(0, math.Min(1, g))
+}
