@@ -1,0 +1,60 @@
+package query
+
+import (
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/dpkit/dpkit/sensitivity"
+	"pgregory.net/rapid"
+)
+
+func TestPrepareSchemaErrors(t *testing.T) {
+	tab := mustLoad(t, salaryCSV, salarySchema())
+	for _, tc := range []struct {
+		sql  string
+		pos  int
+		want string
+	}{
+		{"SELECT COUNT(*) FROM other", 21, "unknown table other"},
+		{"SELECT SUM(wage) FROM t", 11, "unknown column wage"},
+		{"SELECT SUM(name) FROM t", 11, "SUM needs a numeric column"},
+		{"SELECT MEDIAN(dept) FROM t", 14, "MEDIAN needs a numeric column"},
+		{"SELECT HISTOGRAM(salary) FROM t", 17, "HISTOGRAM needs a column with a declared domain"},
+		{"SELECT HISTOGRAM(dept) FROM t GROUP BY dept", 39, "cannot be combined with GROUP BY"},
+		{"SELECT COUNT(*) FROM t GROUP BY score", 32, "GROUP BY needs a column with a declared domain"},
+		{"SELECT COUNT(*) FROM t GROUP BY nope", 32, "unknown column nope"},
+		{"SELECT COUNT(*) FROM t WHERE salary > 1 AND nope = 2", 44, "unknown column nope"},
+		{"SELECT COUNT(*) FROM t WHERE salary = 'high'", 38, "salary is a int column: compare it with a number"},
+		{"SELECT COUNT(*) FROM t WHERE dept = 3", 36, "dept is a string column: compare it with a 'string'"},
+		{"SELECT COUNT(*) FROM t WHERE (", 30, "expected a condition"},
+	} {
+		_, err := Prepare(tab, "t", tc.sql, sensitivity.AddRemove)
+		var qe *Error
+		if !errors.As(err, &qe) || qe.Pos != tc.pos || !strings.Contains(qe.Msg, tc.want) {
+			t.Errorf("Prepare(%q) = %v; want *Error at %d containing %q", tc.sql, err, tc.pos, tc.want)
+		}
+	}
+	// Table and column names are case-insensitive, as keywords are.
+	if _, err := Prepare(tab, "t", "SELECT SUM(SALARY) FROM T WHERE Dept = 'eng' GROUP BY DEPT", sensitivity.AddRemove); err != nil {
+		t.Errorf("case-insensitive names: %v", err)
+	}
+}
+
+// TestCountRateNeverAboveEpsilon: the discrete Laplace rate r used for a count of
+// sensitivity Δ satisfies r·Δ ≤ ε exactly (checked in rationals), so the release is ε-DP.
+func TestCountRateNeverAboveEpsilon(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		eps := rapid.Float64Range(1e-3, 10).Draw(t, "eps")
+		sens := float64(rapid.IntRange(1, 1<<20).Draw(t, "sens"))
+		lap, _, err := countNoise(sens, eps, 0.05)
+		if err != nil {
+			t.Skip(err) // ε/Δ outside the sampler's range
+		}
+		loss := new(big.Rat).Mul(new(big.Rat).SetFloat64(lap.Rate()), new(big.Rat).SetFloat64(sens))
+		if loss.Cmp(new(big.Rat).SetFloat64(eps)) > 0 {
+			t.Fatalf("rate %v · Δ %v > ε %v", lap.Rate(), sens, eps)
+		}
+	})
+}

@@ -1,0 +1,194 @@
+package query
+
+import (
+	"math"
+	"slices"
+)
+
+// Table is a loaded table: one slice per column (column-oriented storage), values already
+// clamped to the declared bounds and rows already bounded per privacy unit. A Table is
+// immutable after loading and safe for concurrent queries.
+type Table struct {
+	schema Schema
+	n      int
+	cols   []column
+	stats  Stats
+}
+
+// column holds one column's values; exactly one of ints, floats, codes is used.
+type column struct {
+	decl   *Column
+	ints   []int64   // Int: the clamped values
+	floats []float64 // Float: the clamped values, snapped to the grid (multiples of grid)
+	grid   float64   // Float: the grid spacing γ, a power of two
+	codes  []uint32  // String: indices into dict
+	dict   []string  // String: distinct values, in order of first appearance
+
+	domain domain // the declared domain, resolved for this column
+}
+
+// domain is a column's declared public domain, resolved for fast lookups.
+type domain struct {
+	keys    []string         // declared values in canonical text, in declared order
+	ints    map[int64]int32  // Int: value → domain index
+	strings map[string]int32 // String: value → domain index
+
+	codeGroup []int32 // String: dictionary code → domain index or −1
+	dense     []int32 // Int, compact domains: value−denseLo → domain index or −1
+	denseLo   int64
+}
+
+// Stats describes what loading did to the data. They are computed from the private data
+// and are NOT differentially private: for the curator, never for analysts.
+type Stats struct {
+	Lines   int            // data lines read (excluding the header)
+	Rows    int            // rows kept
+	Dropped int            // rows dropped by contribution bounding (PrivacyUnit.MaxRows)
+	Clamped map[string]int // per column: values moved to the declared bounds
+}
+
+// Rows returns the number of rows of the table after contribution bounding. It is not
+// differentially private.
+func (t *Table) Rows() int { return t.n }
+
+// Schema returns a copy of the table's schema.
+func (t *Table) Schema() Schema {
+	s := t.schema
+	s.Columns = slices.Clone(s.Columns)
+	for i := range s.Columns {
+		s.Columns[i].Domain = slices.Clone(s.Columns[i].Domain)
+	}
+	if s.Unit != nil {
+		u := *s.Unit
+		s.Unit = &u
+	}
+	return s
+}
+
+// Stats returns what loading did (rows dropped, values clamped). Not differentially
+// private: for the curator only.
+func (t *Table) Stats() Stats {
+	s := t.stats
+	s.Clamped = make(map[string]int, len(t.stats.Clamped))
+	for k, v := range t.stats.Clamped {
+		s.Clamped[k] = v
+	}
+	return s
+}
+
+// floatGridBits is the resolution of Float columns: values are snapped to multiples of
+// γ = 2^(e−floatGridBits), where 2^e is the smallest power of two ≥ max(|min|, |max|).
+// Every value is then an integer multiple of γ of magnitude ≤ 2^40, so that sums of up
+// to MaxRows values are exact in 128-bit integers.
+const floatGridBits = 40
+
+// floatGrid returns the grid spacing γ of a Float column with bounds [lo, hi], and the
+// range [mlo, mhi] of grid indices inside the bounds (mlo > mhi if there is none).
+func floatGrid(lo, hi float64) (g float64, mlo, mhi float64) {
+	b := math.Max(math.Abs(lo), math.Abs(hi))
+	if b == 0 {
+		return 1, 0, 0
+	}
+	_, e := math.Frexp(b) // b = f·2^e, f in [0.5, 1): b ≤ 2^e
+	g = math.Ldexp(1, e-floatGridBits)
+	return g, math.Ceil(lo / g), math.Floor(hi / g)
+}
+
+// snapFloat clamps v to the column's bounds and rounds it to the nearest grid point
+// inside them. It reports whether v was outside the bounds.
+func (c *column) snapFloat(v float64) (float64, bool) {
+	clamped := false
+	if v < c.decl.Min {
+		v, clamped = c.decl.Min, true
+	} else if v > c.decl.Max {
+		v, clamped = c.decl.Max, true
+	}
+	m := math.Round(v / c.grid)
+	if lo := math.Ceil(c.decl.Min / c.grid); m < lo {
+		m = lo
+	} else if hi := math.Floor(c.decl.Max / c.grid); m > hi {
+		m = hi
+	}
+	return m * c.grid, clamped
+}
+
+// resolveDomain parses the declared domain of c.
+func (c *column) resolveDomain() {
+	d := c.decl.Domain
+	if d == nil {
+		return
+	}
+	c.domain.keys = make([]string, len(d))
+	switch c.decl.Type {
+	case Int:
+		c.domain.ints = make(map[int64]int32, len(d))
+	case String:
+		c.domain.strings = make(map[string]int32, len(d))
+	}
+	for i, v := range d {
+		key, _ := canonical(c.decl, v) // validated by Schema.Validate
+		c.domain.keys[i] = key
+		switch c.decl.Type {
+		case Int:
+			x, _ := parseIntField(key)
+			c.domain.ints[x] = int32(i)
+		case String:
+			c.domain.strings[key] = int32(i)
+		}
+	}
+}
+
+// finishDomain builds the lookup from stored values to domain indices once the column is
+// loaded: a table over the dictionary for String columns, a dense table (or a map, for
+// sparse domains) for Int columns.
+func (c *column) finishDomain() {
+	if c.domain.keys == nil {
+		return
+	}
+	switch c.decl.Type {
+	case String:
+		c.domain.codeGroup = make([]int32, len(c.dict))
+		for code, v := range c.dict {
+			g, ok := c.domain.strings[v]
+			if !ok {
+				g = -1
+			}
+			c.domain.codeGroup[code] = g
+		}
+	case Int:
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for v := range c.domain.ints {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if span := hi - lo; span >= 0 && span < 4*int64(len(c.domain.keys))+1024 {
+			c.domain.denseLo = lo
+			c.domain.dense = make([]int32, span+1)
+			for i := range c.domain.dense {
+				c.domain.dense[i] = -1
+			}
+			for v, g := range c.domain.ints {
+				c.domain.dense[v-lo] = g
+			}
+		}
+	}
+}
+
+// group returns the domain index of row i's value, or -1 if it is not in the domain.
+func (c *column) group(i int) int32 {
+	switch c.decl.Type {
+	case String:
+		return c.domain.codeGroup[c.codes[i]]
+	case Int:
+		v := c.ints[i]
+		if d := c.domain.dense; d != nil {
+			if k := uint64(v - c.domain.denseLo); k < uint64(len(d)) {
+				return d[k]
+			}
+			return -1
+		}
+		if g, ok := c.domain.ints[v]; ok {
+			return g
+		}
+	}
+	return -1
+}
