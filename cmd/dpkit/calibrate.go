@@ -13,6 +13,7 @@ import (
 )
 
 const calibrateUsage = `Usage: dpkit calibrate --eps E --delta D (--k K | --query-eps E0) [--query-delta D0] [--json]
+       dpkit calibrate --mechanism gaussian|laplace|geometric --sensitivity S --k K --eps E --delta D [--json]
 
 Fit queries into a total (ε, δ) budget by the exact optimal composition (Kairouz–Oh–
 Viswanath Thm 3.3):
@@ -20,7 +21,12 @@ Viswanath Thm 3.3):
   with --k K:          the largest per-query ε0 such that K releases, each
                        (ε0, D0)-DP, compose to at most (E, D);
   with --query-eps E0: the largest number of (E0, D0)-DP releases that compose to at
-                       most (E, D).
+                       most (E, D);
+  with --mechanism M:  the smallest noise (σ for gaussian, scale for laplace and
+                       geometric) such that K releases of M on a query of sensitivity S
+                       meet (E, D) by the certified upper curve of their exact privacy
+                       loss distribution (Gaussians: closed form), beside what KOV §4
+                       (Thm 4.3, Cor 4.2, Cor 4.1) would require.
 
 Flags:
   --eps E            total ε, finite ≥ 0 (required)
@@ -28,6 +34,9 @@ Flags:
   --k K              number of queries, an integer in [1, 10^12]
   --query-eps E0     per-query ε, finite ≥ 0
   --query-delta D0   per-query δ in [0, 1] (default 0)
+  --mechanism M      gaussian, laplace or geometric: calibrate noise (needs --k and
+                     --sensitivity)
+  --sensitivity S    the query's sensitivity, finite > 0 (an integer for geometric)
   --json             print one JSON object instead of text
   -h, --help         show this help
 Exactly one of --k and --query-eps.
@@ -35,6 +44,9 @@ Exactly one of --k and --query-eps.
 JSON output:
   with --k:          {"epsilon_per_query":…,"delta_per_query":…}
   with --query-eps:  {"max_queries":…}
+  with --mechanism:  {"mechanism":…,"sigma"|"scale":…,"kov":…|null,"kov_rule":…,
+                      "k":…,"epsilon":…,"delta":…}
+  (sigma/scale is at most 1e-4 relative above the smallest that meets the budget)
 epsilon_per_query never exceeds the exact maximum (it is below it by at most 1e-12
 relative). max_queries is 0 when not even one query fits, and 10^12 means "at least
 10^12".
@@ -45,6 +57,7 @@ Exit status: 0 success; 1 infeasible (K queries with δ0 already exceed δ: the 
 Examples:
   dpkit calibrate --eps 1 --delta 1e-6 --k 40
   dpkit calibrate --eps 1 --delta 1e-6 --query-eps 0.05 --query-delta 1e-8 --json
+  dpkit calibrate --mechanism gaussian --sensitivity 1 --k 10000 --eps 1 --delta 1e-5
 `
 
 // calibrateCommand is "dpkit calibrate".
@@ -55,15 +68,19 @@ type calibrateCommand struct {
 	k                    countFlag
 	queryEps, queryDelta *floatFlag
 	json                 bool
+
+	mechanism   string
+	sensitivity *floatFlag
 }
 
 func newCalibrateCommand(stdout io.Writer) *cobra.Command {
 	c := &calibrateCommand{
-		stdout:     stdout,
-		eps:        epsilonFlag(),
-		delta:      deltaFlag(),
-		queryEps:   epsilonFlag(),
-		queryDelta: deltaFlag(),
+		stdout:      stdout,
+		eps:         epsilonFlag(),
+		delta:       deltaFlag(),
+		queryEps:    epsilonFlag(),
+		queryDelta:  deltaFlag(),
+		sensitivity: &floatFlag{check: dpkit.CheckPositive},
 	}
 	cmd := &cobra.Command{
 		Use:  "calibrate",
@@ -77,6 +94,8 @@ func newCalibrateCommand(stdout io.Writer) *cobra.Command {
 	flags.Var(c.queryEps, "query-eps", "")
 	flags.Var(c.queryDelta, "query-delta", "")
 	flags.BoolVar(&c.json, "json", false, "")
+	flags.StringVar(&c.mechanism, "mechanism", "", "")
+	flags.Var(c.sensitivity, "sensitivity", "")
 	withUsage(cmd, calibrateUsage)
 	return cmd
 }
@@ -91,6 +110,8 @@ func (c *calibrateCommand) Run(_ context.Context, args []string) error {
 		return usagef("missing --eps: the total epsilon of the budget is required")
 	case !c.delta.set:
 		return usagef("missing --delta: the total delta of the budget is required (0 for pure DP)")
+	case c.mechanism != "":
+		return c.calibrateNoise()
 	case c.k.set && c.queryEps.set:
 		return usagef("--k and --query-eps both given: give exactly one (the number of queries, or the epsilon of each)")
 	case !c.k.set && !c.queryEps.set:

@@ -15,6 +15,7 @@ import (
 )
 
 const composeUsage = `Usage: dpkit compose --mech EPS[,DELTA[,COUNT]]... (--delta D | --eps E) [flags]
+       dpkit compose --mechanism KIND:key=value,... [--mech …]... (--delta D | --eps E) [flags]
 
 Compose differentially private releases: the smallest total ε at a total δ (--delta),
 or the smallest total δ at a total ε (--eps). The default theorem is the exact optimum
@@ -27,6 +28,14 @@ Workload (at least one entry; --mech and --mech-file combine):
                               [1, 10^12] (default 1). Repeatable.
   --mech-file FILE            one EPS[,DELTA[,COUNT]] entry per line; blank lines and
                               text after '#' are ignored. "-" reads stdin. Repeatable.
+  --mechanism KIND:key=value,…
+                              COUNT releases of a mechanism whose exact privacy loss
+                              distribution is composed (theorem "pld"; far tighter than
+                              its (ε, δ)): gaussian:sigma=S, laplace:scale=B,
+                              geometric:eps=E|scale=T, rr:eps=E,k=K, exponential:eps=E,
+                              subsampled-gaussian:sigma=S,q=Q, subsampled-laplace:scale=B,q=Q;
+                              each also takes sensitivity=… (default 1) and count=…
+                              (default 1). Repeatable; --mech entries join as (ε, δ) pairs.
 
 Target (exactly one):
   --delta D        total δ in [0, 1]: report the total ε
@@ -39,7 +48,8 @@ Flags:
                    basic: (Σ ε_ℓ, Σ δ_ℓ) (KOV Thm 3.1);
                    all: every theorem, in the order basic, drv, kov, exact
   --tolerance T    relative width in (0, 1) of the certified bracket used when the
-                   workload has many distinct ε values (default 1e-6)
+                   workload has many distinct ε values (default 1e-6; with
+                   --mechanism, 1e-3)
   --json           print one JSON object (below) instead of a table
   -h, --help       show this help
 
@@ -49,6 +59,9 @@ JSON output, with --delta (with --eps the lower key is "delta_lower"):
 when the answer is a certified bracket, and for the closed-form theorems (whose lower
 value equals their value). With --theorem all: {"results":[{…},…]}, where a theorem
 that cannot reach the target appears as {"theorem":"basic","error":"…"}.
+With --mechanism: {"theorem":"pld","epsilon":…,"delta":…,"epsilon_lower":…,
+"exact":false,"width":…} ("exact" is true for Gaussians alone, composed in closed form;
+"width" is the relative width of the bracket).
 
 Exit status: 0 success; 1 infeasible (e.g. --delta below the floor 1 − Π(1 − δ_ℓ),
 or below Σ δ_ℓ for a single closed-form theorem); 2 usage error.
@@ -57,6 +70,8 @@ Examples:
   dpkit compose --mech 1,0.001,30 --delta 0.06
   dpkit compose --mech 0.1,1e-6,1000 --delta 1e-5 --theorem all --json
   dpkit compose --mech-file workload.txt --eps 1
+  dpkit compose --mechanism gaussian:sigma=100,sensitivity=1,count=10000 \
+      --mechanism laplace:scale=2,sensitivity=1,count=5 --mech 0.1,1e-6,3 --delta 1e-5 --json
 `
 
 // composeCommand is "dpkit compose".
@@ -70,6 +85,8 @@ type composeCommand struct {
 	theorem   theoremFlag
 	tolerance *floatFlag
 	json      bool
+
+	mechanisms mechanismList
 }
 
 func newComposeCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
@@ -93,6 +110,7 @@ func newComposeCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
 	flags.Var(&c.theorem, "theorem", "")
 	flags.Var(c.tolerance, "tolerance", "")
 	flags.BoolVar(&c.json, "json", false, "")
+	flags.Var(&c.mechanisms, "mechanism", "")
 	withUsage(cmd, composeUsage)
 	return cmd
 }
@@ -114,6 +132,9 @@ func (c *composeCommand) Run(ctx context.Context, args []string) error {
 		return usagef("--delta and --eps both given: give exactly one (the total δ to report ε at, or the total ε to report δ at)")
 	case !c.delta.set && !c.eps.set:
 		return usagef("missing --delta or --eps: give exactly one (the total δ to report ε at, or the total ε to report δ at)")
+	}
+	if len(c.mechanisms) > 0 {
+		return c.runPLD(ctx)
 	}
 	ms, err := c.workload.load(ctx, c.stdin)
 	if err != nil {
