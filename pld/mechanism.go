@@ -100,8 +100,8 @@ func (m DiscreteLaplace) Validate() error {
 	if err := positive("scale", m.Scale); err != nil {
 		return err
 	}
-	if m.Sensitivity < 1 || m.Sensitivity > 1_000_000 {
-		return paramErr("sensitivity", m.Sensitivity, "an integer in [1, 1000000]")
+	if m.Sensitivity < 1 || m.Sensitivity > 1<<53 {
+		return paramErr("sensitivity", m.Sensitivity, "an integer in [1, 2^53]")
 	}
 	return nil
 }
@@ -109,32 +109,9 @@ func (m DiscreteLaplace) String() string {
 	return fmt.Sprintf("geometric:scale=%g,sensitivity=%d", m.Scale, m.Sensitivity)
 }
 
-// specs: P(x) = c·r^|x|, Q(x) = c·r^|x−Δ|, r = e^(−1/t), c = (1−r)/(1+r). The loss is Δ/t
-// for x ≤ 0 (P-mass 1/(1+r)), −Δ/t for x ≥ Δ (P-mass r^Δ/(1+r)) and (Δ − 2x)/t for
-// 0 < x < Δ (P-mass c·r^x); Q-masses mirror them (x ↦ Δ − x).
+// specs: see discreteLaplaceSpec.
 func (m DiscreteLaplace) specs() []spec {
-	t, d := m.Scale, m.Sensitivity
-	r := math.Exp(-1 / t)
-	c := -math.Expm1(-1/t) / (1 + r)
-	n := d + 1
-	loss := make([]float64, n)
-	p := make([]float64, n)
-	q := make([]float64, n)
-	for x := int64(0); x <= d; x++ {
-		i := d - x // ascending loss: x = Δ first
-		loss[i] = float64(d-2*x) / t
-		switch {
-		case x == 0:
-			p[i], q[i] = 1/(1+r), math.Exp(-float64(d)/t)/(1+r)
-		case x == d:
-			p[i], q[i] = math.Exp(-float64(d)/t)/(1+r), 1/(1+r)
-		default:
-			p[i], q[i] = c*math.Exp(-float64(x)/t), c*math.Exp(-float64(d-x)/t)
-		}
-	}
-	sp := newAtomSpec(loss, p, q, 0, 0, 8*u)
-	sp.unit = 1 / t
-	return []spec{sp}
+	return []spec{discreteLaplaceSpec{t: m.Scale, d: m.Sensitivity}}
 }
 
 func (m RandomizedResponse) Validate() error {

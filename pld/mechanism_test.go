@@ -215,3 +215,27 @@ func TestComposeValidates(t *testing.T) {
 		t.Error("tolerance 2 accepted")
 	}
 }
+
+// The closed-form cells of the discrete Laplace agree with enumerating its outcomes
+// (P(x) = c·r^|x|, Q(x) = c·r^|x−Δ|, summed over |x| ≤ 200 + Δ; the tail beyond is below
+// r^200 ≈ 1e-87 relative for t = 1/2).
+func TestDiscreteLaplaceCells(t *testing.T) {
+	const tt, d = 0.5, 5
+	s := discreteLaplaceSpec{t: tt, d: d}
+	r := math.Exp(-1 / tt)
+	c := (1 - r) / (1 + r)
+	for _, cell := range [][2]float64{{math.Inf(-1), -10}, {math.Inf(-1), -9.5}, {-10, -2}, {-2, 0}, {0, 10}, {1.5, 2}, {9.99, 10}} {
+		var wp, wq float64
+		for x := -200; x <= 200+d; x++ {
+			l := (math.Abs(float64(x-d)) - math.Abs(float64(x))) / tt
+			if l > cell[0] && l <= cell[1] {
+				wp += c * math.Pow(r, math.Abs(float64(x)))
+				wq += c * math.Pow(r, math.Abs(float64(x-d)))
+			}
+		}
+		p, q, _ := s.cell(cell[0], cell[1])
+		if math.Abs(p-wp) > 1e-14*math.Max(wp, 1e-300) || math.Abs(q-wq) > 1e-14*math.Max(wq, 1e-300) {
+			t.Errorf("cell %v: (%g, %g), enumeration (%g, %g)", cell, p, q, wp, wq)
+		}
+	}
+}

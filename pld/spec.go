@@ -298,3 +298,68 @@ func (s subsampledSpec) variance() float64 {
 	v := s.base.variance()
 	return s.rate*s.rate*v + s.rate*(1-s.rate)*v
 }
+
+// discreteLaplaceSpec: P(x) = c·r^|x|, Q(x) = c·r^|x−d| on the integers, r = e^(−1/t),
+// c = (1−r)/(1+r). The loss is (d − 2x)/t for 0 ≤ x ≤ d (x ≤ 0 all give d/t, with P-mass
+// 1/(1+r); x ≥ d all give −d/t, with P-mass r^d/(1+r)); cells are summed in closed form
+// (geometric series), so d may be large (a fine grid).
+type discreteLaplaceSpec struct {
+	t float64
+	d int64
+}
+
+// mass returns Σ_{x=x1..x2} P(x) (and Q) over 0 ≤ x1 ≤ x2 ≤ d, ends included.
+func (s discreteLaplaceSpec) mass(x1, x2 int64) (p, q float64) {
+	lr := -1 / s.t // ln r
+	r := math.Exp(lr)
+	c := -math.Expm1(lr) / (1 + r)
+	geo := func(y1, y2 int64) float64 { // Σ_{y=y1..y2} c·r^y, 0 < y1 ≤ y2 < d
+		if y2 < y1 {
+			return 0
+		}
+		return c * math.Exp(float64(y1)*lr) * math.Expm1(float64(y2-y1+1)*lr) / math.Expm1(lr)
+	}
+	end := func(x int64) (float64, float64) {
+		if x == 0 {
+			return 1 / (1 + r), math.Exp(float64(s.d)*lr) / (1 + r)
+		}
+		return math.Exp(float64(s.d)*lr) / (1 + r), 1 / (1 + r)
+	}
+	if x1 == 0 {
+		a, b := end(0)
+		p, q = p+a, q+b
+		x1 = 1
+	}
+	if x2 == s.d && x1 <= s.d {
+		a, b := end(s.d)
+		p, q = p+a, q+b
+		x2 = s.d - 1
+	}
+	p += geo(x1, x2)
+	q += geo(s.d-x2, s.d-x1)
+	return p, q
+}
+
+func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
+	// loss ∈ (a, b] ⟺ (d − b·t)/2 ≤ x < (d − a·t)/2
+	d := float64(s.d)
+	x1 := math.Ceil((d - b*s.t) / 2)
+	x2 := math.Ceil((d-a*s.t)/2) - 1
+	if math.IsInf(a, -1) {
+		x2 = d
+	}
+	x1, x2 = math.Max(x1, 0), math.Min(x2, d)
+	if x2 < x1 {
+		return 0, 0, 0
+	}
+	p, q = s.mass(int64(x1), int64(x2))
+	return p, q, 16 * u
+}
+
+func (s discreteLaplaceSpec) support(float64) (lo, hi float64) {
+	return -float64(s.d) / s.t, float64(s.d) / s.t
+}
+func (s discreteLaplaceSpec) infMass() float64  { return 0 }
+func (s discreteLaplaceSpec) variance() float64 { e := float64(s.d) / s.t; return e * e }
+func (s discreteLaplaceSpec) atomUnit() float64 { return 1 / s.t }
+func (s discreteLaplaceSpec) maxLoss() float64  { return float64(s.d) / s.t }
