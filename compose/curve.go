@@ -192,9 +192,7 @@ func (c *Curve) Epsilon(delta float64) (upper, lower float64, err error) {
 		return 0, 0, err
 	}
 	if delta < c.floor {
-		return 0, 0, &dpkit.InfeasibleError{Msg: fmt.Sprintf(
-			"total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %.17g that no epsilon can reach; choose delta ≥ %.17g",
-			delta, c.floor, c.floor)}
+		return 0, 0, belowFloor(delta, c.floor)
 	}
 	upper = c.maxLoss
 	if t := (delta - c.floor) / c.keep; c.keep > 0 {
@@ -214,11 +212,27 @@ func (c *Curve) Epsilon(delta float64) (upper, lower float64, err error) {
 	return upper, lower, nil
 }
 
+// belowFloor is the error for a total δ that no ε reaches.
+func belowFloor(delta, floor float64) error {
+	return &dpkit.InfeasibleError{Msg: fmt.Sprintf(
+		"total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %.17g that no epsilon can reach; choose delta ≥ %.17g",
+		delta, floor, floor)}
+}
+
 // Epsilon returns the optimal total ε of the composition ms at total δ (Curve.Epsilon),
 // as a Result with the certified lower value and whether it is exact.
 func Epsilon(ms []Mech, delta float64, opts *Options) (Result, error) {
 	if err := dpkit.CheckDelta("delta", delta); err != nil {
 		return Result{}, err
+	}
+	if err := validate(ms); err != nil {
+		return Result{}, err
+	}
+	// Below the floor 1 − Π(1 − δ_ℓ) no ε suffices: say so before building the curve
+	// (which, for many distinct ε, is the expensive part). The floor is the same one
+	// Curve.Epsilon checks.
+	if floor, _ := floorKeep(Group(ms)); delta < floor {
+		return Result{}, belowFloor(delta, floor)
 	}
 	c, err := newCurve(ms, opts, delta)
 	if err != nil {
