@@ -48,7 +48,7 @@ type Composition struct {
 // (adaptively chosen mechanisms with fixed parameters compose the same way: KOV Thm 3.3's
 // proof, and Dong, Roth & Su 2022 Thm 3.2). Gaussians are merged in closed form
 // (μ² = Σ Count·μ_i²); identical mechanisms are self-composed by repeated squaring; the
-// rest are convolved on a lattice whose spacing is refined (at most maxRounds times, by 2) until
+// rest are convolved on a lattice whose spacing is refined (at most maxRounds times, by 2 to 16) until
 // the ε bracket at Options.Delta is within Options.Tolerance.
 func Compose(items []Item, opts *Options) (*Composition, error) {
 	o := Options{Tolerance: DefaultTolerance, Delta: 1e-6, MaxBins: 1 << 21}
@@ -152,9 +152,11 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	}
 	h = math.Max(h, sd/float64(o.MaxBins)*8)
 	worse := 0
+	h0 := h
 	for round := 0; ; round++ {
 		prev := c.Width(o.Delta)
-		c.pld = composeOnLattice(list, h, eta, round)
+		refine := int(math.Round(math.Log2(h0 / h)))
+		c.pld = composeOnLattice(list, h, eta, refine)
 		c.all = append(c.all, c.pld)
 		w := c.Width(o.Delta)
 		if round > 0 && w > prev/1.5 {
@@ -163,7 +165,10 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins {
 			return c, nil
 		}
-		h /= 2
+		// The width falls roughly as h^1.5 (second-order upper, mixed lower): aim for 70%
+		// of the tolerance in one step, refining by 2 to 16.
+		f := math.Pow(0.7*o.Tolerance/w, 1/1.5)
+		h *= math.Exp2(math.Round(math.Log2(math.Min(0.5, math.Max(f, 1.0/16)))))
 	}
 }
 
@@ -176,15 +181,15 @@ const maxRounds = 6
 
 // composeOnLattice composes the items on the lattice of spacing h. A mechanism whose
 // loss has atoms on multiples of a unit is first self-composed on its own lattice, of
-// spacing unit/2^j ≤ h (finer by 2 at each refinement round), which holds the atoms exactly (so its lower bound stays tight),
+// spacing unit/2^j ≤ h (refined with h: refine halvings so far), which holds the atoms exactly (so its lower bound stays tight),
 // and the result is then re-discretised onto h (rediscretize: a spread for the upper
 // bound, merging and mixing for the lower one, both second order in h).
-func composeOnLattice(items []Item, h, eta float64, round int) *PLD {
+func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 	ps := make([]*PLD, 0, len(items))
 	for _, it := range items {
 		hg := h
 		if unit := it.Mechanism.specs()[0].atomUnit(); unit > 0 {
-			hg = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(round))
+			hg = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
 			// Keep the group's own lattice within maxGroupBins bins.
 			w := 30 * math.Sqrt(float64(it.Count)*it.Mechanism.specs()[0].variance())
 			for hg < h && w/hg > maxGroupBins {
