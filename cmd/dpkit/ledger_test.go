@@ -1,0 +1,135 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ledgerDBs returns the --db values to test: a SQLite file, and a PostgreSQL schema
+// when DPKIT_TEST_POSTGRES is set (see ledger/postgres).
+func ledgerDBs(t *testing.T) map[string]string {
+	dbs := map[string]string{"sqlite": filepath.Join(t.TempDir(), "ledger.db")}
+	if u := os.Getenv("DPKIT_TEST_POSTGRES"); u != "" {
+		dbs["postgres"] = postgresSchemaURL(t, u)
+	}
+	return dbs
+}
+
+func TestLedgerCLI(t *testing.T) {
+	for backend, db := range ledgerDBs(t) {
+		t.Run(backend, func(t *testing.T) {
+			v := decodeJSON(t, mustSucceed(t, "", "ledger", "init", "--db", db, "--json"))
+			if v["backend"] != backend || keysOf(v) != "backend,db,schema_version" {
+				t.Errorf("init: %v", v)
+			}
+			mustSucceed(t, "", "ledger", "init", "--db", db) // idempotent
+
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "flu", "--eps", "1", "--delta", "1e-6",
+				"--policy", "fixed", "--releases", "3", "--json"))
+			pol := v["policy"].(map[string]any)
+			per := pol["per_release"].(map[string]any)
+			total, k := 1e-6, 3.0
+			if number(t, per, "delta") != total/(2*k) || number(t, per, "epsilon") <= 1.0/3 {
+				t.Errorf("fixed per-release cost %v: want δ0 = δ/(2k) and ε0 above the basic 1/3", per)
+			}
+			eps0 := per["epsilon"].(interface{ String() string }).String()
+			mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "sales", "--eps", "1", "--delta", "0", "--policy", "adaptive", "--filter", "basic")
+			mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "sales.alice", "--parent", "sales", "--eps", "0.5", "--delta", "0", "--policy", "adaptive", "--filter", "basic")
+			mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "census", "--eps", "1", "--delta", "0", "--policy", "plan", "--plan", "0.25,0,4")
+
+			for i := range 3 {
+				v = decodeJSON(t, mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "flu", "--eps", eps0,
+					"--mechanism", "laplace:scale=3", "--analyst", "ann", "--key", "k"+string(rune('0'+i)), "--json"))
+				if v["replayed"] != false || keysOf(v) != "release,replayed" {
+					t.Errorf("spend: %v", v)
+				}
+			}
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "flu", "--eps", eps0,
+				"--mechanism", "laplace:scale=3", "--analyst", "ann", "--key", "k0", "--json"))
+			if v["replayed"] != true {
+				t.Errorf("same key: %v, want replayed", v)
+			}
+			r := dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "flu", "--eps", "0")
+			if r.code != exitFailure || !strings.Contains(r.stderr, "exceeded") || !strings.Contains(r.stderr, "all 3 planned releases are spent") {
+				t.Errorf("refused spend: exit %d, %q", r.code, r.stderr)
+			}
+			r = dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "flu", "--eps", "0.1", "--key", "k0")
+			if r.code != exitFailure || !strings.Contains(r.stderr, "idempotency key reused") {
+				t.Errorf("key conflict: exit %d, %q", r.code, r.stderr)
+			}
+			mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "sales.alice", "--eps", "0.5")
+			r = dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "sales.alice", "--eps", "1e-300")
+			if r.code != exitFailure || !strings.Contains(r.stderr, `"sales.alice"`) {
+				t.Errorf("sub-budget refusal: exit %d, %q", r.code, r.stderr)
+			}
+
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--budget", "sales", "--json"))
+			if number(t, v, "releases") != 1 || number(t, v, "spent_epsilon") != 0.5 || number(t, v, "spent_delta") != 0 {
+				t.Errorf("status: %v", v)
+			}
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--json"))
+			if n := len(v["budgets"].([]any)); n != 4 {
+				t.Errorf("status of all: %d budgets, want 4", n)
+			}
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "history", "--db", db, "--budget", "flu", "--after", "1", "--json"))
+			if rels := v["releases"].([]any); len(rels) != 2 {
+				t.Errorf("history after 1: %v", v)
+			}
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "remaining", "--db", db, "--budget", "census", "--eps", "0.25", "--json"))
+			if number(t, v, "releases") != 4 || number(t, v, "next_epsilon") != 0.25 || v["next_allowed"] != true {
+				t.Errorf("remaining: %v", v)
+			}
+			v = decodeJSON(t, mustSucceed(t, "", "ledger", "audit", "--db", db, "--budget", "flu", "--json"))
+			if number(t, v, "releases") != 3 {
+				t.Errorf("audit: %v", v)
+			}
+			for _, args := range [][]string{{"status", "--db", db}, {"history", "--db", db, "--budget", "sales"}, {"remaining", "--db", db, "--budget", "flu"}} {
+				mustSucceed(t, "", append([]string{"ledger"}, args...)...)
+			}
+		})
+	}
+}
+
+func TestLedgerCLIErrors(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "l.db")
+	mustSucceed(t, "", "ledger", "init", "--db", db)
+	mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "b", "--eps", "1", "--delta", "0", "--policy", "adaptive", "--filter", "basic")
+	notDB := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notDB, []byte("not a database"), 0o600)
+	cases := []errorCase{
+		{name: "no subcommand", args: []string{"ledger"}, code: exitUsage, want: []string{"missing ledger command"}},
+		{name: "unknown subcommand", args: []string{"ledger", "drop"}, code: exitUsage, want: []string{`unknown ledger command "drop"`}},
+		{name: "no db", args: []string{"ledger", "status"}, code: exitUsage, want: []string{"missing --db"}},
+		{name: "missing file", args: []string{"ledger", "status", "--db", filepath.Join(dir, "nope.db")}, code: exitFailure, want: []string{"does not exist", "dpkit ledger init"}},
+		{name: "not a database", args: []string{"ledger", "status", "--db", notDB}, code: exitFailure, want: []string{"not a dpkit ledger", "not a SQLite database"}},
+		{name: "nan eps", args: []string{"ledger", "spend", "--db", db, "--budget", "b", "--eps", "NaN"}, code: exitUsage, want: []string{"--eps", "finite"}},
+		{name: "negative eps", args: []string{"ledger", "spend", "--db", db, "--budget", "b", "--eps", "-1"}, code: exitUsage, want: []string{"--eps"}},
+		{name: "delta above 1", args: []string{"ledger", "spend", "--db", db, "--budget", "b", "--eps", "0", "--delta", "2"}, code: exitUsage, want: []string{"--delta", "[0, 1]"}},
+		{name: "oversized", args: []string{"ledger", "spend", "--db", db, "--budget", "b", "--eps", "1e308"}, code: exitFailure, want: []string{"exceeded"}},
+		{name: "unknown budget", args: []string{"ledger", "spend", "--db", db, "--budget", "zz", "--eps", "0.1"}, code: exitFailure, want: []string{"unknown budget", `"zz"`}},
+		{name: "bad budget id", args: []string{"ledger", "spend", "--db", db, "--budget", "a b", "--eps", "0.1"}, code: exitUsage, want: []string{"invalid budget"}},
+		{name: "exists", args: []string{"ledger", "create", "--db", db, "--budget", "b", "--eps", "1", "--delta", "0", "--policy", "adaptive", "--filter", "basic"}, code: exitFailure, want: []string{"already exists"}},
+		{name: "no policy", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "0"}, code: exitUsage, want: []string{"missing --policy"}},
+		{name: "fixed without k", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "0", "--policy", "fixed"}, code: exitUsage, want: []string{"--releases"}},
+		{name: "advanced without share", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "1e-6", "--policy", "adaptive", "--filter", "advanced"}, code: exitUsage, want: []string{"--filter-delta"}},
+		{name: "bad filter", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "0", "--policy", "adaptive", "--filter", "x"}, code: exitUsage, want: []string{"filter"}},
+		{name: "plan too big", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "0", "--policy", "plan", "--plan", "0.5,0,3"}, code: exitFailure, want: []string{"infeasible", "plan"}},
+		{name: "mixed flags", args: []string{"ledger", "create", "--db", db, "--budget", "c", "--eps", "1", "--delta", "0", "--policy", "plan", "--plan", "0.5", "--releases", "3"}, code: exitUsage, want: []string{"--policy fixed only"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dpkitRun(t, tc.stdin, tc.args...)
+			if r.code != tc.code || r.stdout != "" {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/storetest"
+)
+
+// The tests need a PostgreSQL server: DPKIT_TEST_POSTGRES is the URL of a database in
+// which they may create schemas (scripts/test starts a throwaway cluster and sets it).
+// Without it they are skipped, unless DPKIT_REQUIRE_POSTGRES=1, when they fail.
+func adminURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("DPKIT_TEST_POSTGRES")
+	if u == "" {
+		if os.Getenv("DPKIT_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("DPKIT_REQUIRE_POSTGRES=1 but DPKIT_TEST_POSTGRES is not set")
+		}
+		t.Skip("DPKIT_TEST_POSTGRES is not set: skipping the PostgreSQL backend (scripts/test starts a server and sets it)")
+	}
+	return u
+}
+
+// newSchema creates a fresh schema and returns a URL whose search_path selects it; the
+// schema is dropped when the test ends.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	admin := adminURL(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("PostgreSQL at DPKIT_TEST_POSTGRES is unreachable: %v", err)
+	}
+	defer c.Close(ctx)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "dpkit_test_" + hex.EncodeToString(b)
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+var harness = storetest.Harness{
+	Open: func(ctx context.Context, loc string, create bool) (ledger.Store, error) {
+		return Open(ctx, loc, &Options{Create: create})
+	},
+	NewLocation: newSchema,
+	// Preload commits every 1000 releases: within one transaction each update of the
+	// budget row adds a row version that later statements must step over (quadratic).
+	Preload: func(ctx context.Context, s ledger.Store, chain []string, rels []ledger.Release, decide ledger.Decide) error {
+		return s.(*Store).with(ctx, func(c *pgx.Conn) error {
+			for len(rels) > 0 {
+				n := min(len(rels), 1000)
+				err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+					for _, r := range rels[:n] {
+						if _, _, err := spendTx(ctx, tx, chain, r, decide); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				rels = rels[n:]
+			}
+			_, err := c.Exec(ctx, "VACUUM ANALYZE dpkit_budgets")
+			return err
+		})
+	},
+}
+
+func TestMain(m *testing.M) { storetest.Main(m, harness) }
+
+func TestContract(t *testing.T) { storetest.Run(t, harness) }
+
+func BenchmarkStore(b *testing.B) { storetest.Bench(b, harness) }
+
+// TestNotALedger: schemas that do not hold a dpkit ledger give clear errors.
+func TestNotALedger(t *testing.T) {
+	ctx := context.Background()
+	exec := func(loc, q string) {
+		c, err := pgx.Connect(ctx, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		setup string
+		want  error
+	}{
+		{"empty schema without create", "", ledger.ErrNotLedger},
+		{"foreign meta", "CREATE TABLE dpkit_ledger_meta (name text PRIMARY KEY, value text NOT NULL); INSERT INTO dpkit_ledger_meta VALUES ('application', 'other')", ledger.ErrNotLedger},
+		{"foreign budgets table", "CREATE TABLE dpkit_budgets (x int)", ledger.ErrNotLedger},
+		{"garbage meta", "CREATE TABLE dpkit_ledger_meta (a int)", ledger.ErrNotLedger},
+		{"newer schema", "CREATE TABLE dpkit_ledger_meta (name text PRIMARY KEY, value text NOT NULL); INSERT INTO dpkit_ledger_meta VALUES ('application', 'dpkit-ledger'), ('schema_version', '99')", ledger.ErrSchemaVersion},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			loc := newSchema(t)
+			if tc.setup != "" {
+				exec(loc, tc.setup)
+			}
+			create := tc.setup != ""
+			s, err := Open(ctx, loc, &Options{Create: create})
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want an error matching %v", err, tc.want)
+			}
+			t.Logf("%v", err)
+		})
+	}
+	var pe *dpkit.ParamError
+	if _, err := Open(ctx, "postgres://[::1", nil); !errors.As(err, &pe) {
+		t.Errorf("malformed URL: %v, want a *dpkit.ParamError", err)
+	}
+	if _, err := Open(ctx, "postgres://u:secret@127.0.0.1:1/x?connect_timeout=2", nil); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("unreachable server: %v (want an error that hides the password)", err)
+	}
+}
+
+// TestAppendOnly: the release log cannot be altered in place, and tampering with the
+// statistics is caught by Audit.
+func TestAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	s, err := Open(ctx, loc, &Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := ledger.New(s)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "a", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "a", Cost: dpkit.Budget{Epsilon: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range []string{"UPDATE dpkit_releases SET epsilon = 0", "DELETE FROM dpkit_releases"} {
+		if _, err := c.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v, want the append-only trigger to abort", q, err)
+		}
+	}
+	if _, err := c.Exec(ctx, "UPDATE dpkit_budgets SET sum_epsilon = '1/4'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Audit(ctx, "a"); !errors.Is(err, ledger.ErrAudit) {
+		t.Errorf("audit after tampering: %v, want ErrAudit", err)
+	}
+}

@@ -1,0 +1,11 @@
+// Package sqlite is the embedded, default storage backend of package ledger: one
+// SQLite file (modernc.org/sqlite, pure Go), in WAL mode with synchronous=FULL so that a
+// spend is durable once Spend returns, and BEGIN IMMEDIATE transactions with a busy
+// timeout so that several processes may share the file safely.
+//
+// The schema is versioned in migrations/NNN_*.sql (embedded); a dpkit ledger file
+// carries PRAGMA application_id = ApplicationID and PRAGMA user_version = its schema
+// version. Opening a file that is not a ledger (another SQLite database, or not a
+// SQLite file at all) fails with an error matching ledger.ErrNotLedger, one written by a
+// newer schema with ledger.ErrSchemaVersion.
+package sqlite

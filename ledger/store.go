@@ -1,0 +1,70 @@
+package ledger
+
+import (
+	"context"
+	"time"
+
+	"github.com/dpkit/dpkit"
+)
+
+// Definition is the immutable part of a budget, fixed at creation.
+type Definition struct {
+	ID      string       `json:"id"`
+	Parent  string       `json:"parent,omitempty"` // the dataset budget of an analyst sub-budget
+	Total   dpkit.Budget `json:"total"`
+	Policy  Policy       `json:"policy"`
+	Created time.Time    `json:"created"`
+}
+
+// Release is one recorded release: its privacy description, who asked, when, and its
+// idempotency key. Releases are append-only.
+type Release struct {
+	Seq       int64        `json:"seq"`       // position in the ledger (increasing in commit order)
+	Budget    string       `json:"budget"`    // the budget it was spent on
+	Cost      dpkit.Budget `json:"cost"`      // its (ε, δ)
+	Mechanism string       `json:"mechanism"` // optional description, e.g. "gaussian:sigma=100,sensitivity=1"
+	Analyst   string       `json:"analyst"`   // who asked (optional)
+	Key       string       `json:"key"`       // idempotency key (optional)
+	Time      time.Time    `json:"time"`
+}
+
+// sameContent reports whether two releases describe the same request.
+func sameContent(a, b Release) bool {
+	return a.Budget == b.Budget && a.Cost == b.Cost && a.Mechanism == b.Mechanism && a.Analyst == b.Analyst && a.Key == b.Key
+}
+
+// Decide is called by Store.Spend inside its transaction with the current statistics
+// of the budget chain (root first). It returns their new statistics, or an error that
+// aborts the spend.
+type Decide func(chain []Stats) ([]Stats, error)
+
+// Store is the persistence of a ledger. Implementations (ledger/sqlite,
+// ledger/postgres) must be safe for concurrent use, by several goroutines and by
+// several processes sharing one database. The shared contract test suite is
+// ledger/storetest.
+type Store interface {
+	// Create records a new budget with zero statistics. It returns an error matching
+	// ErrBudgetExists if the ID is taken. The ledger has checked the parent exists.
+	Create(ctx context.Context, def Definition) error
+	// Definition returns a budget's definition, or an error matching ErrUnknownBudget.
+	Definition(ctx context.Context, id string) (Definition, error)
+	// Definitions returns every budget, ordered by ID.
+	Definitions(ctx context.Context) ([]Definition, error)
+	// Stats returns a budget's current statistics, or an error matching ErrUnknownBudget.
+	Stats(ctx context.Context, id string) (Stats, error)
+	// Spend is one atomic step. chain lists the budget the release is spent on and its
+	// ancestors, root first (rel.Budget is the last). In one durable transaction that
+	// excludes every other Spend on the same root, Spend
+	//  1. if rel.Key is not empty and a release with that key is recorded for
+	//     rel.Budget, returns it and replayed = true, changing nothing;
+	//  2. otherwise calls decide with the chain's statistics; if it fails, returns its
+	//     error, changing nothing;
+	//  3. otherwise records rel (assigning Seq) and the new statistics, and commits
+	//     before returning.
+	Spend(ctx context.Context, chain []string, rel Release, decide Decide) (recorded Release, replayed bool, err error)
+	// Releases returns the releases spent on budget id or on its sub-budgets, with
+	// Seq > after, in Seq order; at most limit of them (limit ≤ 0: all).
+	Releases(ctx context.Context, id string, after int64, limit int) ([]Release, error)
+	// Close releases the store's resources.
+	Close() error
+}
