@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestServeUsageErrors(t *testing.T) {
+	for _, c := range []errorCase{
+		{name: "argument", args: []string{"serve", "extra"}, code: exitUsage, want: []string{`unexpected argument "extra"`}},
+		{name: "addr", args: []string{"serve", "--addr", "nope"}, code: exitUsage, want: []string{`invalid --addr "nope"`}},
+		{name: "max-body", args: []string{"serve", "--max-body", "0"}, code: exitUsage, want: []string{"--max-body"}},
+		{name: "db", args: []string{"serve", "--db", ""}, code: exitUsage, want: []string{"--db"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkError(t, "dpkit serve", c) })
+	}
+	if out := mustSucceed(t, "", "serve", "--help"); !strings.Contains(out, "Usage: dpkit serve") {
+		t.Fatalf("help: %q", out)
+	}
+}
+
+// buildDpkit builds the real binary into a temporary directory.
+func buildDpkit(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dpkit")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// daemon is a running "dpkit serve" child process.
+type daemon struct {
+	cmd    *exec.Cmd
+	banner map[string]string
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+}
+
+// startServe starts bin serve with args on a free port and reads the first line.
+func startServe(t *testing.T, bin string, args ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd, stdout: bufio.NewReader(out), stderr: &bytes.Buffer{}}
+	cmd.Stderr = d.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lineCh := make(chan string, 1)
+	go func() {
+		line, _ := d.stdout.ReadString('\n')
+		lineCh <- line
+	}()
+	var line string
+	select {
+	case line = <-lineCh:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("dpkit serve printed nothing in 30 s; stderr:\n%s", d.stderr)
+	}
+	if err := json.Unmarshal([]byte(line), &d.banner); err != nil {
+		t.Fatalf("first line %q is not a JSON object: %v; stderr:\n%s", line, err, d.stderr)
+	}
+	go io.Copy(io.Discard, d.stdout) // keep the pipe drained
+	return d
+}
+
+func (d *daemon) url() string { return d.banner["url"] }
+
+// call sends one request and returns the status and decoded body.
+func call(t *testing.T, method, url, key string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var v map[string]any
+	json.NewDecoder(res.Body).Decode(&v)
+	return res.StatusCode, v
+}
+
+// TestServeEndToEnd runs the real binary: --demo prints the keys and URL first, an
+// analyst queries over HTTP, SIGTERM stops it gracefully (exit 0), and a restart on the
+// same database keeps datasets, keys and budgets without registering the demo twice.
+func TestServeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	bin := buildDpkit(t)
+	db := filepath.Join(t.TempDir(), "e2e.db")
+	d := startServe(t, bin, "--demo", "--db", db)
+	for _, k := range []string{"admin_key", "analyst_key", "url"} {
+		if d.banner[k] == "" {
+			t.Fatalf("banner lacks %q: %v", k, d.banner)
+		}
+	}
+	analyst := d.banner["analyst_key"]
+	code, v := call(t, "POST", d.url()+"/v1/datasets/flu/query", analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu WHERE flu = 1", "idempotency_key": "e2e"})
+	if code != 200 || v["remaining_queries"] != 19.0 || v["mechanism"] == "" {
+		t.Fatalf("query: %d %v\nstderr: %s", code, v, d.stderr)
+	}
+	first := v["result"]
+	if code, _ := call(t, "GET", d.url()+"/", "", nil); code != 0 && code != 200 {
+		// The page is HTML: call() cannot decode it, but the status must be 200.
+		t.Fatalf("page: %d", code)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v\nstderr: %s", err, d.stderr)
+	}
+
+	d2 := startServe(t, bin, "--demo", "--db", db)
+	code, v = call(t, "POST", d2.url()+"/v1/datasets/flu/query", analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu WHERE flu = 1", "idempotency_key": "e2e"})
+	if code != 200 || v["result"] != first || v["remaining_queries"] != 19.0 {
+		t.Fatalf("replay after restart with the old key: %d %v (first result %v)", code, v, first)
+	}
+	code, v = call(t, "GET", d2.url()+"/v1/datasets", d2.banner["admin_key"], nil)
+	if code != 200 || len(v["datasets"].([]any)) != 2 {
+		t.Fatalf("datasets after restart: %d %v", code, v)
+	}
+	d2.cmd.Process.Signal(syscall.SIGTERM)
+	d2.cmd.Wait()
+
+	// Without --demo on a fresh database: an admin key is minted and printed once.
+	d3 := startServe(t, bin, "--db", filepath.Join(t.TempDir(), "fresh.db"))
+	if d3.banner["admin_key"] == "" || d3.banner["analyst_key"] != "" {
+		t.Fatalf("fresh banner: %v", d3.banner)
+	}
+	d3.cmd.Process.Signal(syscall.SIGTERM)
+	d3.cmd.Wait()
+}
+
+// TestServeKillRestart sends queries from 64 concurrent clients to the real binary on a
+// dataset allowing 100 queries, SIGKILLs it mid-load, restarts it on the same database
+// and checks that no acknowledged answer was lost (every 200 is in the audit log with its
+// answer), that the ledger never exceeded the capacity, and that after the restart the
+// remaining capacity is answered exactly: total accepted = capacity.
+func TestServeKillRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	const capacity, clients = 100, 64
+	bin := buildDpkit(t)
+	db := filepath.Join(t.TempDir(), "kill.db")
+	d := startServe(t, bin, "--demo", "--db", db)
+	admin := d.banner["admin_key"]
+	code, v := call(t, "POST", d.url()+"/v1/datasets", admin, map[string]any{
+		"name":    "load",
+		"columns": map[string]any{"x": map[string]any{"type": "int", "min": 0, "max": 10}},
+		"csv":     "x\n1\n2\n3\n",
+		"budget":  map[string]any{"epsilon": 1, "delta": 1e-6},
+		"policy":  map[string]any{"mode": "fixed", "max_queries": capacity},
+	})
+	if code != 201 {
+		t.Fatalf("register: %d %v", code, v)
+	}
+
+	var mu sync.Mutex
+	acked := map[string]any{} // idempotency key → result of every 200
+	var sent atomic.Int64
+	load := func(url string, stop <-chan struct{}, prefix string, limit int) {
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				client := &http.Client{Timeout: 20 * time.Second}
+				for i := range limit {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					key := fmt.Sprintf("%s-%d-%d", prefix, c, i)
+					b, _ := json.Marshal(map[string]any{"sql": "SELECT SUM(x) FROM load", "idempotency_key": key})
+					req, _ := http.NewRequest("POST", url+"/v1/datasets/load/query", bytes.NewReader(b))
+					req.Header.Set("Authorization", "Bearer "+admin)
+					sent.Add(1)
+					res, err := client.Do(req)
+					if err != nil {
+						return // the server was killed
+					}
+					var body map[string]any
+					err = json.NewDecoder(res.Body).Decode(&body)
+					res.Body.Close()
+					if res.StatusCode == 200 && err == nil {
+						mu.Lock()
+						acked[key] = body["result"]
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	// Phase 1: kill the server once about 30 answers were acknowledged.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { load(d.url(), stop, "p1", 10); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 30 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Wait()
+	close(stop)
+	<-done
+	mu.Lock()
+	phase1 := len(acked)
+	mu.Unlock()
+	if phase1 >= capacity {
+		t.Fatalf("the load finished (%d answers) before the kill", phase1)
+	}
+
+	// Phase 2: restart, check nothing acknowledged was lost, use up the rest.
+	d2 := startServe(t, bin, "--db", db)
+	code, v = call(t, "GET", d2.url()+"/v1/datasets/load/releases", admin, nil)
+	if code != 200 {
+		t.Fatalf("releases: %d %v", code, v)
+	}
+	rels := v["releases"].([]any)
+	recorded := map[string]bool{}
+	for _, r := range rels {
+		r := r.(map[string]any)
+		if ans, ok := r["answer"].(map[string]any); ok {
+			recorded[fmt.Sprint(ans["result"])] = true
+		}
+	}
+	if len(rels) < phase1 || len(rels) > capacity {
+		t.Fatalf("%d releases recorded, %d acknowledged before the kill (capacity %d)", len(rels), phase1, capacity)
+	}
+	mu.Lock()
+	for key, result := range acked {
+		if !recorded[fmt.Sprint(result)] {
+			t.Errorf("acknowledged answer %s (result %v) missing after the restart", key, result)
+		}
+	}
+	mu.Unlock()
+	before := len(rels)
+
+	load(d2.url(), make(chan struct{}), "p2", 4)
+	code, v = call(t, "GET", d2.url()+"/v1/datasets/load/budget", admin, nil)
+	if code != 200 || v["releases"] != float64(capacity) || v["remaining_queries"] != 0.0 {
+		t.Fatalf("budget after phase 2: %d %v", code, v)
+	}
+	mu.Lock()
+	total := len(acked)
+	mu.Unlock()
+	// Every recorded release of phase 2 was acknowledged; releases recorded in phase 1
+	// but cut off by the kill before their answer left are charged but never answered.
+	if lost := capacity - before; total-phase1 != lost {
+		t.Fatalf("phase 2 acknowledged %d answers, want %d (capacity %d − %d recorded)", total-phase1, lost, capacity, before)
+	}
+	d2.cmd.Process.Signal(syscall.SIGTERM)
+	d2.cmd.Wait()
+}

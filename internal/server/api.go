@@ -1,0 +1,276 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/query"
+)
+
+// This file holds the JSON shapes of the HTTP API (the contract of issue #6) and the
+// validation of a dataset registration.
+
+// ColumnSpec declares one column: "type" is "int", "float" or "string"; numeric columns
+// need "min" and "max"; "domain" is the public list of values a column may be grouped by.
+type ColumnSpec struct {
+	Type   string   `json:"type"`
+	Min    *float64 `json:"min,omitempty"`
+	Max    *float64 `json:"max,omitempty"`
+	Domain []any    `json:"domain,omitempty"`
+}
+
+// UnitSpec is the privacy unit: the column identifying a person and the most rows one
+// person may contribute.
+type UnitSpec struct {
+	Column  string `json:"column"`
+	MaxRows int    `json:"max_rows"`
+}
+
+// PolicySpec names the ledger policy of a dataset's budget. "fixed" (the default) charges
+// every query the same (ε0, δ0), calibrated at registration from the total and
+// max_queries; "adaptive" lets each query choose its ε (and δ) under a privacy filter.
+type PolicySpec struct {
+	Mode       string `json:"mode"`
+	MaxQueries int64  `json:"max_queries,omitempty"`
+}
+
+// DatasetSpec is the body of POST /v1/datasets without its data. It is stored as JSON.
+type DatasetSpec struct {
+	Name        string                `json:"name"`
+	Columns     map[string]ColumnSpec `json:"columns"`
+	PrivacyUnit *UnitSpec             `json:"privacy_unit,omitempty"`
+	Budget      *dpkit.Budget         `json:"budget"`
+	Policy      *PolicySpec           `json:"policy,omitempty"`
+}
+
+// CreateDatasetRequest is the body of POST /v1/datasets: the spec and exactly one of
+// "csv" (the CSV text, header first) and "path" (a CSV file on the server).
+type CreateDatasetRequest struct {
+	DatasetSpec
+	CSV  string `json:"csv,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+// DatasetInfo describes a dataset to its readers: never its rows.
+type DatasetInfo struct {
+	Name        string                `json:"name"`
+	Columns     map[string]ColumnSpec `json:"columns"`
+	PrivacyUnit *UnitSpec             `json:"privacy_unit,omitempty"`
+	Budget      dpkit.Budget          `json:"budget"`
+	Policy      PolicySpec            `json:"policy"`
+	Source      string                `json:"source,omitempty"` // "csv" or the path; admins only
+}
+
+// QueryRequest is the body of POST /v1/datasets/{name}/query.
+type QueryRequest struct {
+	SQL            string   `json:"sql"`
+	Epsilon        *float64 `json:"epsilon,omitempty"` // adaptive policy only
+	Delta          *float64 `json:"delta,omitempty"`   // adaptive policy only (default 0)
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+}
+
+// Group is one group of a GROUP BY or HISTOGRAM answer.
+type Group struct {
+	Key   string    `json:"key"`
+	Value float64   `json:"value"`
+	CI95  []float64 `json:"ci95,omitempty"` // interval of this group's exact value, when known
+}
+
+// QueryResponse is the answer to a query. Result is the noisy aggregate (null for a
+// grouped answer, whose values are in Groups); CI95 is a 95% interval for the noise;
+// Charged is what this release cost, Spent the budget's composed total after it.
+type QueryResponse struct {
+	Result           *float64     `json:"result"`
+	Groups           []Group      `json:"groups,omitempty"`
+	Mechanism        string       `json:"mechanism"`
+	Scale            float64      `json:"scale"`
+	CI95             []float64    `json:"ci95"` // null for MEDIAN/QUANTILE (data-dependent error)
+	Charged          dpkit.Budget `json:"charged"`
+	Spent            dpkit.Budget `json:"spent"`
+	RemainingQueries *int64       `json:"remaining_queries"`
+	Release          int64        `json:"release"`         // sequence number in the ledger
+	IdempotencyKey   string       `json:"idempotency_key"` // as given, or generated
+}
+
+// BudgetResponse is the body of GET /v1/datasets/{name}/budget.
+type BudgetResponse struct {
+	Total            dpkit.Budget  `json:"total"`
+	Spent            dpkit.Budget  `json:"spent"`
+	Releases         int64         `json:"releases"`
+	Policy           PolicySpec    `json:"policy"`
+	RemainingQueries *int64        `json:"remaining_queries"`
+	PerQuery         *dpkit.Budget `json:"per_query,omitempty"` // the fixed policy's cost
+}
+
+// ReleaseInfo is one entry of the audit log, GET /v1/datasets/{name}/releases.
+type ReleaseInfo struct {
+	Seq       int64           `json:"seq"`
+	Time      string          `json:"time"`
+	Analyst   string          `json:"analyst"`
+	Charged   dpkit.Budget    `json:"charged"`
+	SQL       string          `json:"sql,omitempty"`
+	Mechanism string          `json:"mechanism,omitempty"`
+	Answer    json.RawMessage `json:"answer,omitempty"`
+}
+
+// CurvePoint is one point (ε, δ(ε)) of the privacy curve of what has been spent.
+type CurvePoint struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// CurveResponse is the body of GET /v1/datasets/{name}/curve: the optimal privacy curve
+// δ(ε) of the releases recorded so far (KOV Thm 3.3), and the total budget.
+type CurveResponse struct {
+	Points  []CurvePoint `json:"points"`
+	Total   dpkit.Budget `json:"total"`
+	Exact   bool         `json:"exact"`
+	Theorem string       `json:"theorem"`
+}
+
+// CreateKeyRequest is the body of POST /v1/keys.
+type CreateKeyRequest struct {
+	Name     string   `json:"name"`
+	Role     Role     `json:"role"`
+	Datasets []string `json:"datasets,omitempty"`
+}
+
+// CreateKeyResponse returns a new key: the secret is shown once and stored only hashed.
+type CreateKeyResponse struct {
+	KeyRecord
+	Key      string   `json:"key"`
+	Datasets []string `json:"datasets"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// checkName validates a dataset name: it is also the table name in queries.
+func checkName(field, name string) error {
+	if !nameRE.MatchString(name) {
+		return &dpkit.ParamError{Name: field, Value: name, Want: "1 to 63 letters, digits and _, not starting with a digit"}
+	}
+	return nil
+}
+
+// maxQueriesLimit bounds policy.max_queries.
+const maxQueriesLimit = 1_000_000_000
+
+// validate checks the spec and returns the query schema it declares; every error is a
+// *dpkit.ParamError naming the field.
+func (s *DatasetSpec) validate() (query.Schema, error) {
+	var schema query.Schema
+	if err := checkName("name", s.Name); err != nil {
+		return schema, err
+	}
+	if len(s.Columns) == 0 {
+		return schema, &dpkit.ParamError{Name: "columns", Value: 0, Want: "at least one column"}
+	}
+	names := make([]string, 0, len(s.Columns))
+	for n := range s.Columns {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := s.Columns[n]
+		t, err := query.ParseType(c.Type)
+		if err != nil {
+			return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].type", n), Value: c.Type, Want: `"int", "float" or "string"`}
+		}
+		col := query.Column{Name: n, Type: t}
+		if t != query.String {
+			if c.Min == nil || c.Max == nil {
+				return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].min", n), Value: nil, Want: "bounds min and max for a numeric column"}
+			}
+			col.Min, col.Max = *c.Min, *c.Max
+		} else if c.Min != nil || c.Max != nil {
+			return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].min", n), Value: "set", Want: "no bounds on a string column"}
+		}
+		for i, v := range c.Domain {
+			text, err := domainText(v)
+			if err != nil {
+				return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].domain[%d]", n, i), Value: v, Want: "a string or a number"}
+			}
+			col.Domain = append(col.Domain, text)
+		}
+		schema.Columns = append(schema.Columns, col)
+	}
+	if u := s.PrivacyUnit; u != nil {
+		schema.Unit = &query.PrivacyUnit{Column: u.Column, MaxRows: u.MaxRows}
+	}
+	if err := schema.Validate(); err != nil {
+		return schema, err
+	}
+	if s.Budget == nil {
+		return schema, &dpkit.ParamError{Name: "budget", Value: nil, Want: `an object {"epsilon": ε, "delta": δ}`}
+	}
+	if err := dpkit.CheckPositive("budget.epsilon", s.Budget.Epsilon); err != nil {
+		return schema, err
+	}
+	if err := dpkit.CheckDelta("budget.delta", s.Budget.Delta); err != nil {
+		return schema, err
+	}
+	if s.Budget.Delta >= 1 {
+		return schema, &dpkit.ParamError{Name: "budget.delta", Value: s.Budget.Delta, Want: "in [0, 1)"}
+	}
+	if s.Policy == nil {
+		s.Policy = &PolicySpec{Mode: "fixed"}
+	}
+	switch s.Policy.Mode {
+	case "", "fixed":
+		s.Policy.Mode = "fixed"
+		if err := dpkit.CheckCount("policy.max_queries", s.Policy.MaxQueries, maxQueriesLimit); err != nil {
+			return schema, err
+		}
+	case "adaptive":
+		if s.Policy.MaxQueries != 0 {
+			return schema, &dpkit.ParamError{Name: "policy.max_queries", Value: s.Policy.MaxQueries, Want: "absent under the adaptive policy (each query names its ε)"}
+		}
+	default:
+		return schema, &dpkit.ParamError{Name: "policy.mode", Value: s.Policy.Mode, Want: `"fixed" or "adaptive"`}
+	}
+	return schema, nil
+}
+
+// domainText turns a JSON domain value into the text query.Column.Domain expects.
+func domainText(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "", fmt.Errorf("not finite")
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case json.Number:
+		return v.String(), nil
+	}
+	return "", fmt.Errorf("not a string or number")
+}
+
+// info returns what readers of the dataset may see.
+func (s *DatasetSpec) info(rec DatasetRecord, admin bool) DatasetInfo {
+	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy}
+	if admin {
+		d.Source = "csv"
+		if rec.Path != "" {
+			d.Source = rec.Path
+		}
+	}
+	return d
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,35 @@
+// Package server is the dpkit query service behind "dpkit serve" (issue #6): an HTTP
+// JSON API and a small embedded web page over the budget ledger (package ledger) and the
+// query layer (package query).
+//
+// Analysts send aggregate SQL queries over registered datasets; the service parses and
+// checks them (bad SQL costs nothing), computes the noisy answer, records the release
+// in the ledger — which checks the dataset's budget in the same transaction
+// (docs/design.md, key idea 4) — and only then returns the answer, or refuses with 409
+// when the budget would be exceeded. A retry with the same idempotency key returns the
+// same stored answer and is not charged again.
+//
+// Routes (every error is {"error": …} with its status; bad SQL adds "position"):
+//
+//	GET    /healthz                           liveness
+//	GET    /                                   the web page (static, embedded)
+//	GET    /v1/whoami                         the caller's key: id, name, role
+//	GET    /v1/datasets                       datasets the caller may see
+//	POST   /v1/datasets                       register a dataset (admin) → 201
+//	GET    /v1/datasets/{name}                its schema, budget and policy (never rows)
+//	POST   /v1/datasets/{name}/query          run a query → noisy answer, ci95, cost
+//	GET    /v1/datasets/{name}/budget         total, spent, releases, remaining queries
+//	GET    /v1/datasets/{name}/releases       the audit log
+//	GET    /v1/datasets/{name}/curve          δ(ε) of what has been spent (KOV Thm 3.3)
+//	PUT    /v1/datasets/{name}/grants/{key}   let an analyst key query it (admin)
+//	DELETE /v1/datasets/{name}/grants/{key}   take that back (admin)
+//	GET    /v1/keys, POST /v1/keys, DELETE /v1/keys/{id}   API keys (admin)
+//
+// API keys are 256-bit random secrets sent as "Authorization: Bearer dpk_…" and stored
+// only as their SHA-256. Admin keys see every dataset; analyst keys see only the
+// datasets granted to them (others are reported "not found"). Datasets, keys, grants
+// and released answers live in the ledger's database, in tables created by this
+// package's versioned migrations (migrations/NNN_*.sql).
+//
+// See docs/service.md for the JSON shapes and a walk-through.
+package server

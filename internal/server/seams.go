@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/query"
+)
+
+// The service stands on two libraries: the budget ledger (package ledger) and the query
+// layer (package query). Handlers reach them through the two small interfaces below;
+// ledger.go and engine.go adapt the real packages to them.
+
+// Accountant is the part of the budget ledger the service uses: one budget per dataset,
+// named after it. Implementations are safe for concurrent use.
+type Accountant interface {
+	// Create makes the budget of a new dataset. It fails with an error matching
+	// ErrExists if the budget exists.
+	Create(ctx context.Context, budget string, total dpkit.Budget, policy PolicySpec) error
+	// Spend checks the budget and records one release, atomically. A release with an
+	// idempotency key already recorded is not charged again (Receipt.Replayed).
+	// Refusals match ErrBudgetExceeded; a key reused for a different cost matches
+	// ErrKeyConflict.
+	Spend(ctx context.Context, budget string, sp Spend) (Receipt, error)
+	// PerQuery returns the fixed policy's per-query cost (nil under other policies).
+	// It is fixed at creation, so it is cheap.
+	PerQuery(ctx context.Context, budget string) (*dpkit.Budget, error)
+	// Status reports what the budget has spent.
+	Status(ctx context.Context, budget string) (Status, error)
+	// Releases returns the audit log, oldest first.
+	Releases(ctx context.Context, budget string) ([]Release, error)
+}
+
+// Errors an Accountant reports.
+var (
+	ErrBudgetExceeded = errors.New("server: budget exceeded")
+	ErrKeyConflict    = errors.New("server: idempotency key already used for a different release")
+)
+
+// Spend is one release to record.
+type Spend struct {
+	Cost      *dpkit.Budget // nil: the budget's per-query cost under the fixed policy
+	Key       string        // idempotency key, never empty
+	Analyst   string        // the API key's id
+	Mechanism string        // description of the mechanism, for audit
+}
+
+// Receipt is a recorded release.
+type Receipt struct {
+	Seq      int64 // position in the budget's release log, from 1
+	Charged  dpkit.Budget
+	Replayed bool   // the key was already recorded: nothing was charged now
+	Status   Status // the budget after the release
+}
+
+// Status is a budget's state.
+type Status struct {
+	Total     dpkit.Budget
+	Spent     dpkit.Budget // composed total of the recorded releases (never below the truth)
+	Releases  int64
+	Policy    PolicySpec
+	Remaining *int64         // releases of the per-query cost that still fit; nil if not applicable
+	PerQuery  *dpkit.Budget  // the fixed policy's per-query cost
+	Costs     []dpkit.Budget // the recorded costs, for the privacy curve (grouped or not)
+	Counts    []int64        // Counts[i] releases of cost Costs[i]
+}
+
+// Release is one entry of a budget's audit log.
+type Release struct {
+	Seq       int64
+	Time      time.Time
+	Charged   dpkit.Budget
+	Analyst   string
+	Key       string
+	Mechanism string
+}
+
+// Engine is the part of the query layer the service uses.
+type Engine interface {
+	// Load reads a table of the given schema from CSV text.
+	Load(schema query.Schema, r io.Reader) (Table, error)
+}
+
+// Table is a loaded dataset.
+type Table interface {
+	// Prepare parses sql and checks it against the table, whose name in queries is
+	// name. Bad SQL is a *query.Error with the byte offset of the problem.
+	Prepare(name, sql string) (Prepared, error)
+}
+
+// Prepared is a parsed, checked query.
+type Prepared interface {
+	// Release computes the noisy answer under the privacy cost b.
+	Release(b dpkit.Budget, src noise.Source) (Answer, error)
+}
+
+// Answer is the noisy answer to a query: the part of the response that must be the same
+// when a release is replayed.
+type Answer struct {
+	Result    *float64  `json:"result"`
+	Groups    []Group   `json:"groups,omitempty"`
+	Mechanism string    `json:"mechanism"`
+	Scale     float64   `json:"scale"`
+	CI95      []float64 `json:"ci95"`
+	Epsilon   *float64  `json:"epsilon,omitempty"` // the adaptive policy's requested ε
+	Delta     *float64  `json:"delta,omitempty"`
+}

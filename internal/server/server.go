@@ -1,0 +1,293 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/query"
+)
+
+// DefaultMaxBody is the default limit on request bodies (1 MiB).
+const DefaultMaxBody = 1 << 20
+
+// Options configures a Server. Store, Ledger and Engine are required.
+type Options struct {
+	Store  *Store
+	Ledger Accountant
+	Engine Engine
+
+	// Source of the noise; nil means noise.Secure(). It must be safe for concurrent use.
+	Source noise.Source
+	// MaxBody limits request bodies in bytes; 0 means DefaultMaxBody.
+	MaxBody int64
+	// ErrorLog receives internal errors (never sent to clients); nil discards them.
+	ErrorLog *log.Logger
+}
+
+// Server is the dpkit query service: an http.Handler over a Store, a ledger and the
+// query layer. Create it with New.
+type Server struct {
+	opts    Options
+	store   *Store
+	ledger  Accountant
+	engine  Engine
+	src     noise.Source
+	mux     *http.ServeMux
+	keys    keyCache
+	mu      sync.Mutex
+	data    map[string]*dataset
+	created sync.Mutex // serialises dataset registration
+}
+
+// dataset is a registered dataset; its table is loaded on first use.
+type dataset struct {
+	spec   DatasetSpec
+	rec    DatasetRecord
+	schema query.Schema
+
+	once  sync.Once
+	table Table
+	err   error
+}
+
+// New returns a Server over opts.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil || opts.Ledger == nil || opts.Engine == nil {
+		return nil, errors.New("server: Options.Store, Ledger and Engine are required")
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Source == nil {
+		opts.Source = noise.Secure()
+	}
+	s := &Server{opts: opts, store: opts.Store, ledger: opts.Ledger, engine: opts.Engine, src: opts.Source, data: map[string]*dataset{}}
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves the API and the page.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully: it stops
+// accepting connections and waits up to 10 s for requests in flight.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          s.opts.ErrorLog,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if s.opts.ErrorLog == nil {
+		hs.ErrorLog = log.New(io.Discard, "", 0)
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-done
+	return err
+}
+
+// handler adapts a handler that returns an error.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// route registers h for pattern ("METHOD /path") and, once per path, a method-less
+// fallback that answers 405 in the JSON error shape with an Allow header.
+func (s *Server) route(pattern string, h handler, allow map[string][]string) {
+	method, path, _ := strings.Cut(pattern, " ")
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, err)
+		}
+	})
+	if _, seen := allow[path]; !seen {
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allow[path], ", "))
+			s.writeError(w, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: use %s", r.Method, path, strings.Join(allow[path], " or ")))
+		})
+	}
+	allow[path] = append(allow[path], method)
+	if method == http.MethodGet {
+		allow[path] = append(allow[path], http.MethodHead)
+	}
+}
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	allow := map[string][]string{}
+	s.route("GET /healthz", s.healthz, allow)
+	s.route("GET /v1/whoami", s.whoami, allow)
+	s.route("GET /v1/datasets", s.listDatasets, allow)
+	s.route("POST /v1/datasets", s.createDataset, allow)
+	s.route("GET /v1/datasets/{name}", s.getDataset, allow)
+	s.route("POST /v1/datasets/{name}/query", s.query, allow)
+	s.route("GET /v1/datasets/{name}/budget", s.budget, allow)
+	s.route("GET /v1/datasets/{name}/releases", s.releases, allow)
+	s.route("GET /v1/datasets/{name}/curve", s.curve, allow)
+	s.route("PUT /v1/datasets/{name}/grants/{key}", s.grant, allow)
+	s.route("DELETE /v1/datasets/{name}/grants/{key}", s.ungrant, allow)
+	s.route("GET /v1/keys", s.listKeys, allow)
+	s.route("POST /v1/keys", s.createKey, allow)
+	s.route("DELETE /v1/keys/{id}", s.revokeKey, allow)
+	s.routePage(allow)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// decode reads the JSON body of r into v: at most MaxBody bytes, no unknown fields, one
+// value. The body is read as JSON whatever its Content-Type, so that "curl -d '{…}'"
+// works; requests without a Bearer key are refused before, so a cross-site form post
+// cannot use it.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errorf(http.StatusBadRequest, "empty request body: want a JSON object")
+		}
+		return errorf(http.StatusBadRequest, "malformed JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return errorf(http.StatusBadRequest, "malformed JSON body: more than one JSON value")
+	}
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.db.PingContext(r.Context()); err != nil {
+		return errorf(http.StatusServiceUnavailable, "database unavailable")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": p.ID, "name": p.Name, "role": p.Role})
+	return nil
+}
+
+// lookup returns the dataset name as the caller may see it: admins see every dataset,
+// analysts only those granted to them (others are "not found", so that their existence
+// does not leak).
+func (s *Server) lookup(ctx context.Context, p principal, name string) (*dataset, error) {
+	d, err := s.dataset(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !p.admin() {
+		ok, err := s.store.Granted(ctx, p.ID, d.spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, notFound(name)
+		}
+	}
+	return d, nil
+}
+
+// dataset returns the registered dataset called name, reading the store if this
+// process has not seen it (another process sharing the database may have added it).
+func (s *Server) dataset(ctx context.Context, name string) (*dataset, error) {
+	s.mu.Lock()
+	d, ok := s.data[name]
+	s.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	if err := s.loadDatasets(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	d, ok = s.data[name]
+	s.mu.Unlock()
+	if !ok {
+		return nil, notFound(name)
+	}
+	return d, nil
+}
+
+// loadDatasets reads every dataset record of the store into the registry (tables are
+// loaded lazily).
+func (s *Server) loadDatasets(ctx context.Context) error {
+	recs, err := s.store.Datasets(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range recs {
+		if _, ok := s.data[rec.Name]; ok {
+			continue
+		}
+		var spec DatasetSpec
+		if err := json.Unmarshal(rec.Spec, &spec); err != nil {
+			return fmt.Errorf("dataset %q: stored spec: %w", rec.Name, err)
+		}
+		schema, err := spec.validate()
+		if err != nil {
+			return fmt.Errorf("dataset %q: stored spec: %w", rec.Name, err)
+		}
+		s.data[rec.Name] = &dataset{spec: spec, rec: rec, schema: schema}
+	}
+	return nil
+}
+
+// table returns the loaded table of d, loading it on first use.
+func (s *Server) table(d *dataset) (Table, error) {
+	d.once.Do(func() {
+		var r io.Reader
+		if d.rec.Path != "" {
+			f, err := os.Open(d.rec.Path)
+			if err != nil {
+				d.err = fmt.Errorf("dataset %q: %w", d.spec.Name, err)
+				return
+			}
+			defer f.Close()
+			r = f
+		} else {
+			r = strings.NewReader(d.rec.CSV)
+		}
+		d.table, d.err = s.engine.Load(d.schema, r)
+	})
+	return d.table, d.err
+}
