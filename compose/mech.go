@@ -85,6 +85,14 @@ func floorKeep(ms []Mech) (floor, keep float64) {
 	return -math.Expm1(s), math.Exp(s)
 }
 
+// Floor returns 1 − Π(1 − δ_ℓ), the smallest total δ the composition of ms reaches at
+// any ε (every δ-event of every release), computed without cancellation (see floorKeep).
+// The entries are not validated.
+func Floor(ms []Mech) float64 {
+	f, _ := floorKeep(ms)
+	return f
+}
+
 // sumEps returns Σ_ℓ ε_ℓ, the largest possible privacy loss of the composition,
 // summed exactly (math/big) and rounded up to float64: the float sum may fall below the
 // exact sum of the binary inputs (5 × 0.4 rounds to 2, but the exact sum is 2 + 1.1e-16),

@@ -103,10 +103,9 @@ func (c *composer) epsilon(ms []compose.Mech) composed {
 		return r
 	}
 	c.calls++
-	// compose checks the floor only after building the curve, which for large counts of
-	// several distinct ε takes seconds; a δ clearly below the floor is refused here.
+	// A δ clearly below the floor is refused here, with the workload in the message.
 	// (Near the floor compose decides.)
-	if f := floor(ms); f > c.delta*(1+1e-9) {
+	if f := compose.Floor(ms); f > c.delta*(1+1e-9) {
 		out := composed{err: &dpkit.InfeasibleError{Msg: fmt.Sprintf("total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %g of %v that no epsilon can reach", c.delta, f, ms)}}
 		c.cache[k] = out
 		return out
@@ -115,19 +114,6 @@ func (c *composer) epsilon(ms []compose.Mech) composed {
 	out := composed{upper: r.Epsilon, lower: r.Lower, err: err}
 	c.cache[k] = out
 	return out
-}
-
-// floor returns 1 − Π(1 − δ_ℓ), computed as −expm1(Σ n·log1p(−δ)) (docs/errata.md,
-// seed 000 item 3).
-func floor(ms []compose.Mech) float64 {
-	s := 0.0
-	for _, m := range ms {
-		if m.Delta == 1 {
-			return 1
-		}
-		s += float64(m.Count) * math.Log1p(-m.Delta)
-	}
-	return -math.Expm1(s)
 }
 
 // Rounding. Closed forms evaluated here in float64 (log-sum-exp, log1p, expm1) are

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -238,22 +237,9 @@ func (c *composeCommand) writeTable(rows []composeRow, ms []compose.Mech) error 
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if floor := deltaFloor(ms); floor > 0 {
+	if floor := compose.Floor(ms); floor > 0 {
 		_, err := fmt.Fprintf(c.stdout, "floor: total delta ≥ 1 − Π(1 − δ_ℓ) = %s for every epsilon\n", formatFloat(floor))
 		return err
 	}
 	return nil
-}
-
-// deltaFloor returns 1 − Π(1 − δ_ℓ), the smallest total δ of the composition at any ε,
-// computed without cancellation as −expm1(Σ count·log1p(−δ)) (docs/errata.md item 3).
-func deltaFloor(ms []compose.Mech) float64 {
-	s := 0.0
-	for _, m := range ms {
-		if m.Delta == 1 {
-			return 1
-		}
-		s += float64(m.Count) * math.Log1p(-m.Delta)
-	}
-	return -math.Expm1(s)
 }
