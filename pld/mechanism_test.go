@@ -239,3 +239,39 @@ func TestDiscreteLaplaceCells(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMechanism(t *testing.T) {
+	it, err := ParseMechanism("gaussian:sigma=100,sensitivity=1,count=10000")
+	if err != nil || it.Count != 10000 || it.Mechanism != (Gaussian{Sigma: 100, Sensitivity: 1}) {
+		t.Fatalf("got %+v, %v", it, err)
+	}
+	it, err = ParseMechanism("subsampled-laplace:scale=2,q=0.01")
+	if err != nil || it.Mechanism != (PoissonSubsampled{Base: Laplace{Scale: 2, Sensitivity: 1}, Rate: 0.01}) {
+		t.Fatalf("got %+v, %v", it, err)
+	}
+	for _, bad := range []string{"", "gaussian", "gaussian:sigma=0", "laplace:scale=1,scale=2", "rr:eps=1,k=2.5", "geometric:eps=1,sensitivity=1.5", "laplace:scale=1,count=1e13", "laplace:scale=Inf"} {
+		if _, err := ParseMechanism(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseMechanism: no panic, and whatever parses validates and prints a form that
+// parses back to the same mechanism.
+func FuzzParseMechanism(f *testing.F) {
+	for _, s := range []string{"gaussian:sigma=1", "laplace:scale=2,sensitivity=3,count=4", "geometric:eps=0.5", "rr:eps=1,k=3", "subsampled-gaussian:sigma=1,q=0.5", "exponential:eps=1", "x:y", ":", "laplace:scale=1e308"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		it, err := ParseMechanism(s)
+		if err != nil {
+			return
+		}
+		if err := it.Mechanism.Validate(); err != nil {
+			t.Fatalf("%q parsed to an invalid %v: %v", s, it.Mechanism, err)
+		}
+		if it.Count < 1 || it.Count > MaxCount {
+			t.Fatalf("%q: count %d", s, it.Count)
+		}
+	})
+}

@@ -3,38 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/dpkit/dpkit/pld"
 )
-
-// mechanismSyntax is the --mechanism argument, for messages.
-const mechanismSyntax = "KIND:key=value,… (KIND gaussian, laplace, geometric, rr, exponential, subsampled-gaussian, subsampled-laplace)"
-
-// mechanismKeys lists, per KIND, the keys it takes; "count" and "sensitivity" are optional
-// (default 1) everywhere they apply.
-var mechanismKeys = map[string][]string{
-	"gaussian":            {"sigma", "sensitivity", "count"},
-	"laplace":             {"scale", "sensitivity", "count"},
-	"geometric":           {"eps", "scale", "sensitivity", "count"},
-	"rr":                  {"eps", "k", "count"},
-	"exponential":         {"eps", "count"},
-	"subsampled-gaussian": {"sigma", "q", "sensitivity", "count"},
-	"subsampled-laplace":  {"scale", "q", "sensitivity", "count"},
-}
 
 // mechanismList is the repeatable --mechanism flag: releases of mechanisms whose privacy
 // loss distribution dpkit knows (package pld).
 type mechanismList []pld.Item
 
 func (l *mechanismList) Set(s string) error {
-	it, err := parseMechanism(s)
+	it, err := pld.ParseMechanism(s)
 	if err != nil {
-		return err
+		return wantOf(err)
 	}
 	*l = append(*l, it)
 	return nil
@@ -42,114 +23,6 @@ func (l *mechanismList) Set(s string) error {
 
 func (l *mechanismList) String() string { return fmt.Sprint(len(*l)) }
 func (l *mechanismList) Type() string   { return "mechanism" }
-
-// parseMechanism reads KIND:key=value,… into a pld.Item.
-func parseMechanism(s string) (pld.Item, error) {
-	kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":")
-	kind = strings.ToLower(strings.TrimSpace(kind))
-	allowed, ok := mechanismKeys[kind]
-	if !ok {
-		return pld.Item{}, fmt.Errorf("unknown mechanism %q: want %s", kind, mechanismSyntax)
-	}
-	vals := map[string]float64{}
-	for _, kv := range strings.Split(rest, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
-			continue
-		}
-		k, v, found := strings.Cut(kv, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
-		if !found || !contains(allowed, k) {
-			return pld.Item{}, fmt.Errorf("%s: unknown key %q: want key=value with key one of %s", kind, kv, strings.Join(allowed, ", "))
-		}
-		if _, dup := vals[k]; dup {
-			return pld.Item{}, fmt.Errorf("%s: key %q given twice", kind, k)
-		}
-		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return pld.Item{}, fmt.Errorf("%s: %s = %q: want a finite number", kind, k, v)
-		}
-		vals[k] = x
-	}
-	get := func(k string, def float64) float64 {
-		if v, ok := vals[k]; ok {
-			return v
-		}
-		return def
-	}
-	need := func(keys ...string) error {
-		for _, k := range keys {
-			if _, ok := vals[k]; !ok {
-				return fmt.Errorf("%s: missing %s=…", kind, k)
-			}
-		}
-		return nil
-	}
-	count := get("count", 1)
-	if count < 1 || count > float64(pld.MaxCount) || count != math.Trunc(count) {
-		return pld.Item{}, fmt.Errorf("%s: count = %g: want an integer in [1, 10^12]", kind, count)
-	}
-	sens := get("sensitivity", 1)
-	var m pld.Mechanism
-	switch kind {
-	case "gaussian":
-		if err := need("sigma"); err != nil {
-			return pld.Item{}, err
-		}
-		m = pld.Gaussian{Sigma: vals["sigma"], Sensitivity: sens}
-	case "laplace":
-		if err := need("scale"); err != nil {
-			return pld.Item{}, err
-		}
-		m = pld.Laplace{Scale: vals["scale"], Sensitivity: sens}
-	case "geometric":
-		_, hasEps := vals["eps"]
-		_, hasScale := vals["scale"]
-		if hasEps == hasScale {
-			return pld.Item{}, fmt.Errorf("geometric: give exactly one of eps=… (per unit of sensitivity) and scale=…")
-		}
-		if sens != math.Trunc(sens) {
-			return pld.Item{}, fmt.Errorf("geometric: sensitivity = %g: want an integer", sens)
-		}
-		scale := vals["scale"]
-		if hasEps {
-			if vals["eps"] <= 0 {
-				return pld.Item{}, fmt.Errorf("geometric: eps = %g: want a number > 0", vals["eps"])
-			}
-			scale = 1 / vals["eps"]
-		}
-		m = pld.DiscreteLaplace{Scale: scale, Sensitivity: int64(sens)}
-	case "rr":
-		if err := need("eps", "k"); err != nil {
-			return pld.Item{}, err
-		}
-		if vals["k"] != math.Trunc(vals["k"]) || vals["k"] > 1<<30 {
-			return pld.Item{}, fmt.Errorf("rr: k = %g: want an integer in [2, 2^30]", vals["k"])
-		}
-		m = pld.RandomizedResponse{Epsilon: vals["eps"], K: int(vals["k"])}
-	case "exponential":
-		if err := need("eps"); err != nil {
-			return pld.Item{}, err
-		}
-		m = pld.Exponential{Epsilon: vals["eps"]}
-	case "subsampled-gaussian":
-		if err := need("sigma", "q"); err != nil {
-			return pld.Item{}, err
-		}
-		m = pld.PoissonSubsampled{Base: pld.Gaussian{Sigma: vals["sigma"], Sensitivity: sens}, Rate: vals["q"]}
-	case "subsampled-laplace":
-		if err := need("scale", "q"); err != nil {
-			return pld.Item{}, err
-		}
-		m = pld.PoissonSubsampled{Base: pld.Laplace{Scale: vals["scale"], Sensitivity: sens}, Rate: vals["q"]}
-	}
-	if err := m.Validate(); err != nil {
-		return pld.Item{}, wantOf(err)
-	}
-	return pld.Item{Mechanism: m, Count: int64(count)}, nil
-}
-
-func contains(xs []string, x string) bool { return slices.Contains(xs, x) }
 
 // pldJSON is the JSON result of a mechanism-aware composition.
 type pldJSON struct {
