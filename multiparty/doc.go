@@ -11,7 +11,9 @@
 //   - [AverageAccuracy] computes the Bayes rule of eq. (13) and its exact average
 //     accuracy over uniformly distributed inputs, for k ≤ 12;
 //   - [WorstCaseAccuracy] solves the linear program of eq. (14) for the best randomized
-//     rule against the worst input;
+//     rule against the worst input, with a certificate: the rule's attained worst case
+//     and a prior whose Bayes accuracy bounds the optimum from above (symmetry
+//     reduction, Kronecker-structured products, simplex and first-order methods; k ≤ 12);
 //   - [XORAccuracy] is the closed form ½(1 + Π_i (δ_i + (1−δ_i) tanh(ε_i/2))) for the
 //     parity (thesis Cor. 4.5.1 with the errata of docs/errata.md, thesis item 5);
 //   - [Simulate] measures the accuracy of the Bayes rule by simulation.

@@ -118,11 +118,11 @@ func TestLDPErrors(t *testing.T) {
 // multiparty's TestXORWorkedExample; here the float64 formula, 1e-15 relative.
 func TestMultipartyXORExample(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,1,2", "--function", "xor", "--json"))
-	if got, want := keysOf(v), "average_accuracy,decision_table,worst_case_accuracy"; got != want {
+	if got, want := keysOf(v), "average_accuracy,decision_table,worst_case_accuracy,worst_case_upper_bound"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	want := 0.5 * (1 + math.Tanh(0.5)*math.Tanh(0.5)*math.Tanh(1))
-	for _, key := range []string{"average_accuracy", "worst_case_accuracy"} {
+	for _, key := range []string{"average_accuracy", "worst_case_accuracy", "worst_case_upper_bound"} {
 		if got := number(t, v, key); math.Abs(got-want) > 1e-15 {
 			t.Errorf("%s = %v, want %v", key, got, want)
 		}
@@ -151,14 +151,22 @@ func TestMultipartyFunctions(t *testing.T) {
 			t.Errorf("%s: %d transcripts, want 4^3 = 64", f, n)
 		}
 	}
-	// 12 parties: no worst case (the LP is too large); with δ = 0 the 2^12 = 4096
-	// transcripts are at the table's limit and printed.
+	// 12 parties at a common ε: the symmetric program (13 × 13 orbits) is solved exactly;
+	// the certified interval is at most 1e-9 wide and below the average. The value
+	// itself is checked against the unreduced program and the reference LP in package
+	// multiparty. With δ = 0 the 2^12 = 4096 transcripts are at the table's limit.
 	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", strings.TrimSuffix(strings.Repeat("1,", 12), ","), "--function", "majority", "--json"))
-	if v["worst_case_accuracy"] != nil {
-		t.Errorf("12 parties: worst case %v, want null", v["worst_case_accuracy"])
+	avg, wc, up := number(t, v, "average_accuracy"), number(t, v, "worst_case_accuracy"), number(t, v, "worst_case_upper_bound")
+	if !(0.5 <= wc && wc <= up && up-wc <= 1e-9 && up <= avg+1e-12) {
+		t.Errorf("12 parties: worst case in [%v, %v], average %v", wc, up, avg)
 	}
 	if n := len(v["decision_table"].(map[string]any)); n != 4096 {
 		t.Errorf("12 parties: %d transcripts in the table, want 4096", n)
+	}
+	// 10 parties with distinct ε and δ > 0: no symmetry and 4^10 transcripts, null.
+	v = decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9", "--delta", "0.01", "--function", "and", "--json"))
+	if v["worst_case_accuracy"] != nil || v["worst_case_upper_bound"] != nil {
+		t.Errorf("10 unequal parties with δ > 0: worst case %v, %v, want null", v["worst_case_accuracy"], v["worst_case_upper_bound"])
 	}
 	out := mustSucceed(t, "", "multiparty", "--eps", "1,1", "--function", "or")
 	for _, want := range []string{"average accuracy: ", "worst-case accuracy: ", "transcript"} {

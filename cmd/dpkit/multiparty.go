@@ -31,10 +31,15 @@ eq. 16), party i at (ε_i, δ_i): the protocol that is optimal for every functio
 accuracy measure and every privacy level (KOV Thm 5.1). A central observer hears every
 message and answers f(x_1, …, x_k). Reported:
   average_accuracy     P(correct) for uniform inputs, with the Bayes rule (eq. 13)
-  worst_case_accuracy  the best min over inputs of P(correct), with a randomized rule
-                       (linear program, eq. 14); null when the program is too large
-                       for the solver (more than 6 parties with δ = 0, see
-                       docs/local-dp.md); the parity has it in closed form for any k
+  worst_case_accuracy  the best min over inputs of P(correct) (linear program, eq. 14):
+                       the worst case of an explicit randomized rule, so it is
+                       attained; the parity has it in closed form for any k
+  worst_case_upper_bound
+                       the Bayes accuracy of a prior on the inputs: no rule does
+                       better, so the optimum lies between the two (their gap is
+                       certified; below 1e-9 whenever the parties' budgets are equal)
+                       both null when the program is too large (10 or more parties
+                       with unequal budgets and some 0 < δ_i < 1; docs/local-dp.md)
   decision_table       the Bayes rule: transcript → answer, one symbol per party
                        (0: revealed 0, 1: noisy 0, 2: noisy 1, 3: revealed 1), for the
                        transcripts of positive probability; null above 4096 of them
@@ -45,10 +50,10 @@ Flags:
                    (default 0)
   --function F     xor, and, or, majority (1 when more than half of the bits are 1)
   --json           print {"average_accuracy":…,"worst_case_accuracy":…,
-                   "decision_table":{"121":1,…}}
+                   "worst_case_upper_bound":…,"decision_table":{"121":1,…}}
   -h, --help       show this help
 
-Exit status: 0 success; 1 the solver failed; 2 usage error.
+Exit status: 0 success; 1 an output that could not be written; 2 usage error (including a problem beyond the solver's size limits).
 
 Examples:
   dpkit multiparty --eps 1,1,2 --function xor
@@ -125,20 +130,20 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var worst *float64
+	var worst, upper *float64
 	if c.function.value == "xor" {
 		w := multiparty.XORAccuracy(pr)
-		worst = &w
+		worst, upper = &w, &w
 	} else {
 		wc, err := multiparty.WorstCaseAccuracy(pr, f)
 		var param *dpkit.ParamError
 		switch {
 		case errors.As(err, &param):
-			// Too large for the dense simplex solver: reported as null.
+			// Too large for the solver (no symmetry and 0 < δ_i < 1): reported as null.
 		case err != nil:
 			return err
 		default:
-			worst = &wc.Accuracy
+			worst, upper = &wc.Accuracy, &wc.UpperBound
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -165,14 +170,19 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 		return writeJSON(c.stdout, struct {
 			Average float64        `json:"average_accuracy"`
 			Worst   *float64       `json:"worst_case_accuracy"`
+			Upper   *float64       `json:"worst_case_upper_bound"`
 			Table   map[string]int `json:"decision_table"`
-		}{avg, worst, table})
+		}{avg, worst, upper, table})
 	}
 	fmt.Fprintf(c.stdout, "function: %s of %d parties\naverage accuracy: %s\n", c.function.value, k, formatFloat(avg))
-	if worst != nil {
+	switch {
+	case worst == nil:
+		fmt.Fprintf(c.stdout, "worst-case accuracy: not computed (program too large, see docs/local-dp.md)\n")
+	case *upper == *worst:
 		fmt.Fprintf(c.stdout, "worst-case accuracy: %s\n", formatFloat(*worst))
-	} else {
-		fmt.Fprintf(c.stdout, "worst-case accuracy: not computed (linear program too large, see docs/local-dp.md)\n")
+	default:
+		fmt.Fprintf(c.stdout, "worst-case accuracy: %s (attained; no rule exceeds %s, gap %.2g)\n",
+			formatFloat(*worst), formatFloat(*upper), *upper-*worst)
 	}
 	if table == nil {
 		_, err := fmt.Fprintf(c.stdout, "decision table: %d transcripts, not printed (more than %d)\n", pr.NumTranscripts(), mpMaxTable)

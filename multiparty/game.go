@@ -1,0 +1,316 @@
+package multiparty
+
+import (
+	"math"
+
+	"github.com/dpkit/dpkit/internal/numeric"
+)
+
+// game is the matrix game behind the worst-case program (seed 000 eq. 14): rows are
+// inputs x (or classes of inputs) with the answer f(x), columns are transcripts t (or
+// classes of transcripts), and a(x, t) = P(t | x), each row a distribution. A rule is
+// a flat slice q[t·ny + y] = P(answer y | t); a prior is a slice π[x].
+//
+// The game's value is
+//
+//	max_q min_x acc_q(x) = min_π Σ_t max_y Σ_{x: f(x) = y} π(x) a(x, t),
+//
+// (LP duality for eq. 14; the right side is the Bayes accuracy under the prior π), so
+// every rule gives a lower bound and every prior an upper bound.
+type game interface {
+	size() (nx, nt, ny int)
+	answer(x int) int
+	// accuracy sets out[x] = Σ_t a(x, t) q[t·ny + f(x)].
+	accuracy(q, out []float64)
+	// scores sets out[t·ny + y] = Σ_{x: f(x) = y} π(x) a(x, t).
+	scores(pi, out []float64)
+	// entry returns a(x, t).
+	entry(x, t int) float64
+}
+
+// lowerBound returns min_x acc_q(x), the worst-case accuracy of the rule q.
+func lowerBound(g game, q, buf []float64) float64 {
+	if e, ok := g.(interface{ exactAccuracy(q, out []float64) }); ok {
+		e.exactAccuracy(q, buf)
+	} else {
+		g.accuracy(q, buf)
+	}
+	lo := math.Inf(1)
+	for _, a := range buf {
+		lo = min(lo, a)
+	}
+	return lo
+}
+
+// upperBound returns the Bayes accuracy Σ_t max_y scores(π)[t·ny + y] of the prior π
+// (π ≥ 0, summing to 1): an upper bound on the game's value (weak duality).
+func upperBound(g game, pi, buf []float64) float64 {
+	_, nt, ny := g.size()
+	g.scores(pi, buf)
+	var s numeric.Sum
+	for t := range nt {
+		best := 0.0
+		for _, v := range buf[t*ny : (t+1)*ny] {
+			best = max(best, v)
+		}
+		s.Add(best)
+	}
+	return s.Value()
+}
+
+// denseGame stores a(x, t) as a dense nx × nt matrix: used for the game reduced by the
+// parties' symmetries (orbits of inputs and transcripts).
+type denseGame struct {
+	nx, nt, ny int
+	f          []int
+	a          []float64
+}
+
+func (g *denseGame) size() (int, int, int) { return g.nx, g.nt, g.ny }
+func (g *denseGame) answer(x int) int      { return g.f[x] }
+func (g *denseGame) entry(x, t int) float64 {
+	return g.a[x*g.nt+t]
+}
+
+func (g *denseGame) accuracy(q, out []float64) {
+	for x := range g.nx {
+		row := g.a[x*g.nt : (x+1)*g.nt]
+		y := g.f[x]
+		s := 0.0
+		for t, a := range row {
+			s += a * q[t*g.ny+y]
+		}
+		out[x] = s
+	}
+}
+
+// exactAccuracy is accuracy with compensated sums: relative error ≤ (error of a) + 2u,
+// whatever the number of transcripts.
+func (g *denseGame) exactAccuracy(q, out []float64) {
+	for x := range g.nx {
+		row := g.a[x*g.nt : (x+1)*g.nt]
+		y := g.f[x]
+		var s numeric.Sum
+		for t, a := range row {
+			if a != 0 {
+				s.Add(a * q[t*g.ny+y])
+			}
+		}
+		out[x] = s.Value()
+	}
+}
+
+func (g *denseGame) scores(pi, out []float64) {
+	clear(out[:g.nt*g.ny])
+	for x := range g.nx {
+		if pi[x] == 0 {
+			continue
+		}
+		row := g.a[x*g.nt : (x+1)*g.nt]
+		y, w := g.f[x], pi[x]
+		for t, a := range row {
+			out[t*g.ny+y] += w * a
+		}
+	}
+}
+
+// kronGame is the full game without symmetry reduction: inputs are the 2^k bit masks,
+// transcripts the protocol's transcripts in the order of [Protocol.Transcripts] (party 0
+// varying slowest), and a(x, t) = Π_i P(t_i | x_i) is a Kronecker product of k small
+// matrices (2 × 2 when δ_i = 0, 4 × 2 when 0 < δ_i < 1). Products with it cost
+// O(|Y| T Σ_i s_i / 2) instead of O(2^k T): one party's axis at a time.
+type kronGame struct {
+	k, nx, nt, ny int
+	f             []int
+	syms          [][]int        // symbols of party i with positive probability
+	prob          [][][2]float64 // prob[i][s] = (P(syms[i][s] | 0), P(syms[i][s] | 1))
+	rev           []int          // rev[mask]: row-major index (party 0 slowest) of the bits
+	buf1, buf2    []float64
+	binary        bool // every party has two symbols (δ_i ∈ {0, 1})
+}
+
+func newKronGame(pr *Protocol, tab []int, ny int) *kronGame {
+	k := pr.Parties()
+	g := &kronGame{k: k, nx: 1 << k, nt: pr.NumTranscripts(), ny: ny, f: tab}
+	for i := range k {
+		s := pr.symbols(i)
+		g.syms = append(g.syms, s)
+		p := make([][2]float64, len(s))
+		for j, sym := range s {
+			p[j] = [2]float64{pr.Prob(i, sym, 0), pr.Prob(i, sym, 1)}
+		}
+		g.prob = append(g.prob, p)
+	}
+	g.rev = make([]int, g.nx)
+	for x := range g.nx {
+		r := 0
+		for i := range k {
+			r |= (x >> i & 1) << (k - 1 - i)
+		}
+		g.rev[x] = r
+	}
+	g.binary = g.nt == g.nx
+	n := max(g.nt, g.nx)
+	g.buf1, g.buf2 = make([]float64, n), make([]float64, n)
+	return g
+}
+
+func (g *kronGame) size() (int, int, int) { return g.nx, g.nt, g.ny }
+func (g *kronGame) answer(x int) int      { return g.f[x] }
+
+func (g *kronGame) entry(x, t int) float64 {
+	p := 1.0
+	for i := g.k - 1; i >= 0; i-- {
+		n := len(g.syms[i])
+		p *= g.prob[i][t%n][x>>i&1]
+		t /= n
+	}
+	return p
+}
+
+// accuracy contracts each transcript axis with P(· | bit): every stage forms convex-like
+// combinations of non-negative numbers, so the result carries relative error ≤ 3k u.
+func (g *kronGame) accuracy(q, out []float64) {
+	if g.binary {
+		for y := range g.ny {
+			v := g.buf1[:g.nt]
+			for t := range g.nt {
+				v[t] = q[t*g.ny+y]
+			}
+			g.butterfly(v, false)
+			for x := range g.nx {
+				if g.f[x] == y {
+					out[x] = v[g.rev[x]]
+				}
+			}
+		}
+		return
+	}
+	for y := range g.ny {
+		src := g.buf1[:g.nt]
+		for t := range g.nt {
+			src[t] = q[t*g.ny+y]
+		}
+		dims := make([]int, g.k)
+		for i := range g.k {
+			dims[i] = len(g.syms[i])
+		}
+		size := g.nt
+		a, b := g.buf1, g.buf2
+		for i := range g.k {
+			inner := 1
+			for j := i + 1; j < g.k; j++ {
+				inner *= dims[j]
+			}
+			s := dims[i]
+			outer := size / (s * inner)
+			p := g.prob[i]
+			for o := range outer {
+				for bit := range 2 {
+					dst := b[(o*2+bit)*inner : (o*2+bit+1)*inner]
+					clear(dst)
+					for j := range s {
+						w := p[j][bit]
+						if w == 0 {
+							continue
+						}
+						srcRow := a[(o*s+j)*inner : (o*s+j+1)*inner]
+						for l, v := range srcRow {
+							dst[l] += w * v
+						}
+					}
+				}
+			}
+			dims[i] = 2
+			size = outer * 2 * inner
+			a, b = b, a
+		}
+		for x := range g.nx {
+			if g.f[x] == y {
+				out[x] = a[g.rev[x]]
+			}
+		}
+	}
+}
+
+// butterfly applies in place, to a vector indexed row-major by party (party 0 slowest),
+// the 2 × 2 matrices of two-symbol parties: symbols → bits (Σ_s P(s|bit) v[s], for
+// accuracy) or, when toSymbols, bits → symbols (Σ_bit P(s|bit) v[bit], for scores).
+// O(k 2^k); each stage forms sums of two non-negative products.
+func (g *kronGame) butterfly(v []float64, toSymbols bool) {
+	for i := range g.k {
+		step := 1 << (g.k - 1 - i)
+		p := g.prob[i]
+		// accuracy: new[bit] = Σ_s P(s|bit) old[s]; scores: new[s] = Σ_bit P(s|bit) old[bit].
+		a00, a01, a10, a11 := p[0][0], p[1][0], p[0][1], p[1][1]
+		if toSymbols {
+			a01, a10 = a10, a01
+		}
+		for base := 0; base < len(v); base += 2 * step {
+			lo, hi := v[base:base+step], v[base+step:base+2*step]
+			for z := range lo {
+				a, b := lo[z], hi[z]
+				lo[z], hi[z] = a00*a+a01*b, a10*a+a11*b
+			}
+		}
+	}
+}
+
+func (g *kronGame) scores(pi, out []float64) {
+	if g.binary {
+		for y := range g.ny {
+			v := g.buf1[:g.nx]
+			clear(v)
+			for x := range g.nx {
+				if g.f[x] == y {
+					v[g.rev[x]] = pi[x]
+				}
+			}
+			g.butterfly(v, true)
+			for t := range g.nt {
+				out[t*g.ny+y] = v[t]
+			}
+		}
+		return
+	}
+	for y := range g.ny {
+		a, b := g.buf1, g.buf2
+		clear(a[:g.nx])
+		for x := range g.nx {
+			if g.f[x] == y {
+				a[g.rev[x]] = pi[x]
+			}
+		}
+		dims := make([]int, g.k)
+		for i := range dims {
+			dims[i] = 2
+		}
+		size := g.nx
+		for i := range g.k {
+			inner := 1
+			for j := i + 1; j < g.k; j++ {
+				inner *= dims[j]
+			}
+			s := len(g.syms[i])
+			outer := size / (2 * inner)
+			p := g.prob[i]
+			for o := range outer {
+				src0 := a[(o*2)*inner : (o*2+1)*inner]
+				src1 := a[(o*2+1)*inner : (o*2+2)*inner]
+				for j := range s {
+					w0, w1 := p[j][0], p[j][1]
+					dst := b[(o*s+j)*inner : (o*s+j+1)*inner]
+					for l := range dst {
+						dst[l] = w0*src0[l] + w1*src1[l]
+					}
+				}
+			}
+			dims[i] = s
+			size = outer * s * inner
+			a, b = b, a
+		}
+		for t := range g.nt {
+			out[t*g.ny+y] = a[t]
+		}
+	}
+}
