@@ -22,7 +22,11 @@
 // noise: the value is snapped to a power-of-two grid (Granularity) and exact integer
 // noise is added, so that the set of outputs does not depend on the input (Mironov
 // 2012). The privacy accounting includes the rounding: Guarantee() is exact for the grid
-// mechanism, not only for its continuous idealisation.
+// mechanism, not only for its continuous idealisation. The exponential mechanism
+// quantizes utilities to a grid fixed by Δu and computes its exponents exactly, so its
+// ε covers the sampled distribution (Exponential). The one release whose guarantee is
+// for idealised noise is the ε-DP (heavy-tail) smooth-sensitivity median; its output
+// grid is exact (Median).
 //
 // # Errors
 //

@@ -126,8 +126,8 @@ func (m *Laplace) ReleaseVector(values []float64, src noise.Source) ([]float64, 
 		return nil, &dpkit.ParamError{Name: "values", Value: len(values), Want: "Dimension coordinates"}
 	}
 	for i, v := range values {
-		if err := checkValue(indexName("values", i), v); err != nil {
-			return nil, err
+		if math.IsNaN(v) || math.IsInf(v, 0) { // name built only on error (no allocation)
+			return nil, checkValue(indexName("values", i), v)
 		}
 	}
 	src = sourceOr(src)

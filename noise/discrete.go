@@ -169,3 +169,46 @@ func (g *DiscreteGaussian) Sample(src Source) int64 {
 		return int64(y)
 	}
 }
+
+// DiscreteLaplaceScale returns one exact draw of the two-sided geometric distribution
+// with integer scale t ≥ 1, P(Z = z) ∝ exp(−|z|/t) (CKS 2020, Algorithm 2 with
+// s = 1, t: U uniform on [0, t) accepted with probability e^(−U/t), V ~ Geometric with
+// P(V ≥ v) = e^(−v), magnitude U + tV, a fair sign, "−0" rejected), except that the
+// magnitude saturates at 2^62: the result is exactly max(−2^62, min(2^62, Z)). Unlike
+// DiscreteLaplace it supports scales up to 2^63 − 1 with no redraw, for callers (the
+// smooth-sensitivity median) that clamp the result to a range narrower than 2^62
+// anyway. t = 0 is treated as 1.
+func DiscreteLaplaceScale(src Source, t uint64) int64 {
+	if t == 0 {
+		t = 1
+	}
+	r := bitReader{src: src}
+	for {
+		var u uint64
+		for {
+			u = r.uniform(t)
+			if r.bernoulliExpFrac(u, t) {
+				break
+			}
+		}
+		v := uint64(0)
+		for r.bernoulliExp1() {
+			v++
+		}
+		hi, lo := bits.Mul64(t, v)
+		lo, c := bits.Add64(lo, u, 0)
+		hi += c
+		y := uint64(1) << 62
+		if hi == 0 && lo < y {
+			y = lo
+		}
+		neg := r.bit() == 1
+		if neg && y == 0 {
+			continue
+		}
+		if neg {
+			return -int64(y)
+		}
+		return int64(y)
+	}
+}

@@ -209,3 +209,38 @@ func TestBernoulliFloat(t *testing.T) {
 		t.Errorf("Dyadic(0.1) = %d/%d", num, den)
 	}
 }
+
+// TestDiscreteLaplaceScale: χ² against P(z) ∝ e^(−|z|/t) (closed form, tails pooled as
+// in TestDiscreteLaplace), false-rejection probability frp/2 per scale; and saturation
+// at ±2^62 for a scale of 2^62 (never beyond, both signs seen).
+func TestDiscreteLaplaceScale(t *testing.T) {
+	src := Seeded(31)
+	for _, sc := range []uint64{1, 7} {
+		rate := 1 / float64(sc)
+		q := math.Exp(-rate)
+		m := max(int64(math.Floor(math.Log(0.005*(1+q))/math.Log(q))), 1)
+		counts := make([]int, 2*m+1)
+		p := make([]float64, 2*m+1)
+		tail := math.Pow(q, float64(m)) / (1 + q)
+		p[0], p[2*m] = tail, tail
+		for z := -m + 1; z <= m-1; z++ {
+			p[z+m] = laplacePMF(rate, z)
+		}
+		for range draws(200000, 20000) {
+			z := DiscreteLaplaceScale(src, sc)
+			counts[min(max(z, -m), m)+m]++
+		}
+		chiSquare(t, "DiscreteLaplaceScale", counts, p, frp/2)
+	}
+	neg, pos := false, false
+	for range 2000 {
+		z := DiscreteLaplaceScale(src, 1<<62)
+		if z > 1<<62 || z < -(1<<62) {
+			t.Fatalf("draw %d beyond ±2^62", z)
+		}
+		neg, pos = neg || z < 0, pos || z > 0
+	}
+	if !neg || !pos {
+		t.Error("saturated draws are one-sided")
+	}
+}

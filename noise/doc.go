@@ -27,6 +27,9 @@
 // Mironov (2012): the value is snapped to a grid of power-of-two spacing (the
 // granularity), exact integer noise is added on the grid, and the set of outputs is the
 // grid whatever the input. The privacy accounting uses the grid sensitivity ⌈Δ/g⌉
-// (see secure.go). [HeavyTail], the density ∝ 1/(1+|z|^γ) of smooth-sensitivity
-// releases, is sampled in floating point.
+// (see secure.go). Vectors with ℓ2 sensitivity ([NewSecureGaussianL2]) use the grid ℓ2
+// sensitivity Δ/g + √dims and the concentrated-DP bound of Canonne, Kamath and Steinke
+// for the multivariate discrete Gaussian. [HeavyTail], the density ∝ 1/(1+|z|^γ) of
+// smooth-sensitivity releases, is sampled in floating point (see mechanism.Median for
+// what that does and does not guarantee).
 package noise

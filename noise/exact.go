@@ -100,3 +100,21 @@ func BernoulliExpFloat(src Source, gamma float64) (bool, error) {
 	r := bitReader{src: src}
 	return r.bernoulliExp(num, den), nil
 }
+
+// BernoulliExpSum returns true with probability exp(−(whole + num/den)), exactly
+// (CKS 2020, Algorithm 1: whole independent Bernoulli(e^(−1)) trials and one
+// Bernoulli(e^(−num/den)), stopping at the first failure). It lets callers whose
+// exponent has a large integer part and a fine fractional part (such as the exponential
+// mechanism, with fractions num/2^63) sample exactly without overflow. den must be > 0.
+func BernoulliExpSum(src Source, whole, num, den uint64) (bool, error) {
+	if den == 0 {
+		return false, &dpkit.ParamError{Name: "den", Value: den, Want: "an integer > 0"}
+	}
+	r := bitReader{src: src}
+	for ; whole > 0; whole-- {
+		if !r.bernoulliExp1() {
+			return false, nil
+		}
+	}
+	return r.bernoulliExp(num, den), nil
+}

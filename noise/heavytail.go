@@ -2,6 +2,7 @@ package noise
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/dpkit/dpkit"
 	"gonum.org/v1/gonum/mathext"
@@ -42,7 +43,7 @@ func (h *HeavyTail) Sample(src Source) float64 {
 			z = Float64(src)
 			accept = 1 / (1 + math.Pow(z, g))
 		} else {
-			u := 1 - Float64(src) // (0, 1]
+			u := uniformFine(src) // (0, 1], resolution down to 2^−1074
 			z = math.Pow(u, -1/(g-1))
 			accept = 1 / (1 + math.Pow(z, -g))
 		}
@@ -53,6 +54,30 @@ func (h *HeavyTail) Sample(src Source) float64 {
 			return z
 		}
 	}
+}
+
+// uniformFine returns a uniform number in (0, 1] with every binade represented: the
+// exponent is geometric (leading zero bits of random words, down to 2^−1074) and the
+// 52 bits below the leading one are random, so small values keep their full relative
+// resolution. It extends the sampled tail of HeavyTail from |z| ≈ 2^(53/(γ−1)) (a
+// 53-bit uniform) to 2^(1074/(γ−1)).
+func uniformFine(src Source) float64 {
+	e := -1
+	for e > -1074 {
+		w := src.Uint64()
+		if w != 0 {
+			e -= bits.LeadingZeros64(w)
+			break
+		}
+		e -= 64
+	}
+	e = max(e, -1074)
+	m := src.Uint64() >> 12                           // 52 random fraction bits
+	x := math.Ldexp(1+math.Ldexp(float64(m), -52), e) // [2^e, 2^(e+1)) (rounded if subnormal)
+	if x > 1 || x == 0 {
+		return 1
+	}
+	return x
 }
 
 // AbsCDF returns P(|Z| ≤ z) = I_u(1/γ, 1 − 1/γ), u = z^γ/(1 + z^γ).

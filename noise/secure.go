@@ -187,6 +187,8 @@ type SecureGaussian struct {
 	k     int
 	d     uint64
 	gauss DiscreteGaussian
+	dims  int     // 0 or 1: scalar; ≥ 2: vectors with ℓ2 sensitivity Δ
+	l2    float64 // grid ℓ2 sensitivity bound Δ/g + √dims (rounded up), for dims ≥ 2
 }
 
 // NewSecureGaussian returns the sampler for sensitivity Δ > 0 and σ > 0 (finite).
@@ -211,6 +213,57 @@ func NewSecureGaussian(sensitivity, sigma float64) (*SecureGaussian, error) {
 		return nil, err
 	}
 	return &SecureGaussian{k: k, d: d, gauss: *g}, nil
+}
+
+// NewSecureGaussianL2 returns the sampler for vectors of dims ∈ [1, 2^20] coordinates
+// whose ℓ2 sensitivity is Δ, each coordinate receiving independent discrete Gaussian
+// noise on the grid (the same grid and S as NewSecureGaussian(Δ, σ)). For dims = 1 it
+// is NewSecureGaussian.
+//
+// Grid sensitivity. With a = (x − x')/g, snapping moves coordinate i by an integer v_i
+// with |v_i| ≤ ⌈|a_i|⌉ ≤ |a_i| + 1 (round-half-up commutes with integer shifts), so
+//
+//	‖v‖₂ ≤ ‖ |a| + 1 ‖₂ ≤ ‖a‖₂ + √dims ≤ Δ/g + √dims =: D₂
+//
+// (Minkowski); D₂ is rounded up (GridL2Sensitivity). Since g ≈ min(Δ, σ)/2^30, the
+// √dims term adds at most 2^−20 relative for dims ≤ 2^20.
+//
+// Privacy. DeltaBound(ε) for dims ≥ 2 is the concentrated-DP bound of Canonne, Kamath
+// and Steinke 2020: the 1-D discrete Gaussian satisfies D_α(N_ℤ(0,S²) ‖ N_ℤ(μ,S²)) ≤
+// αμ²/(2S²) for integer μ (CKS Prop. 5 / §2.2), Rényi divergences of independent
+// coordinates add, so an integer shift v gives D_α ≤ α‖v‖²/(2S²) ≤ αρ with ρ =
+// D₂²/(2S²) (CKS Thm 14, the multivariate discrete Gaussian is ρ-CDP); and ρ-CDP
+// implies (ε, δ)-DP for every α > 1 with (CKS Cor. 13)
+//
+//	δ = exp((α−1)(αρ − ε)) · (1 − 1/α)^α / (α − 1),
+//
+// which follows from (1 − e^(ε−L))₊ ≤ e^((α−1)(L−ε))·(1−1/α)^α/(α−1) for every
+// privacy-loss value L and E e^((α−1)L) = e^((α−1)D_α). Any α gives a valid bound; α is
+// optimised numerically and the result rounded up.
+func NewSecureGaussianL2(sensitivity, sigma float64, dims int) (*SecureGaussian, error) {
+	if dims < 1 || dims > 1<<20 {
+		return nil, &dpkit.ParamError{Name: "dims", Value: dims, Want: "an integer in [1, 2^20]"}
+	}
+	s, err := NewSecureGaussian(sensitivity, sigma)
+	if err != nil || dims == 1 {
+		return s, err
+	}
+	s.dims = dims
+	l2 := math.Ldexp(sensitivity, -s.k) + math.Sqrt(float64(dims)) // Ldexp exact; + rounds
+	s.l2 = math.Nextafter(math.Nextafter(l2, math.Inf(1)), math.Inf(1))
+	return s, nil
+}
+
+// Dims returns the number of coordinates the sampler was built for (1 for scalars).
+func (s *SecureGaussian) Dims() int { return max(s.dims, 1) }
+
+// GridL2Sensitivity returns the bound D₂ on the ℓ2 distance of snapped neighbours in
+// grid steps: ⌈Δ/g⌉ for scalars, Δ/g + √dims rounded up for vectors.
+func (s *SecureGaussian) GridL2Sensitivity() float64 {
+	if s.dims >= 2 {
+		return s.l2
+	}
+	return float64(s.d)
 }
 
 // Granularity returns g, the spacing of the output grid (a power of two).
@@ -247,8 +300,74 @@ func (s *SecureGaussian) Noise(src Source) float64 { return unsnap(s.gauss.Sampl
 //
 // and the result is inflated by 1e-12 relative to the terms, covering the error of
 // math.Erfc and of the arithmetic. It is at least the smallest positive float64.
+//
+// For a sampler built by NewSecureGaussianL2 with dims ≥ 2 it is instead the CDP bound
+// described there, with ρ = D₂²/(2S²).
 func (s *SecureGaussian) DeltaBound(eps float64) float64 {
+	if s.dims >= 2 {
+		return cdpDelta(rhoUp(s.l2, float64(s.gauss.sigma)), eps)
+	}
 	return discreteGaussianDelta(float64(s.gauss.sigma), float64(s.d), eps)
+}
+
+// rhoUp returns a float64 ≥ D²/(2S²).
+func rhoUp(D, S float64) float64 { return D * D / (2 * S * S) * (1 + 0x1p-48) }
+
+// cdpDelta returns an upper bound on δ(ε) of a ρ-CDP mechanism:
+// min over α > 1 of exp((α−1)(αρ − ε))·(1 − 1/α)^α/(α − 1) (CKS 2020, Cor. 13). The
+// minimisation is a golden-section search over ln(α − 1) (any α is valid); the chosen
+// value is evaluated in log space and raised by 1e-12 times the sum of the magnitudes of
+// its terms (each is computed to a few ulps), so the result is an upper bound.
+func cdpDelta(rho, eps float64) float64 {
+	if rho <= 0 {
+		return 0
+	}
+	logd := func(a float64) (v, mag float64) {
+		t1 := (a - 1) * (a*rho - eps)
+		t2 := -math.Log(a - 1)
+		t3 := a * math.Log1p(-1/a)
+		return t1 + t2 + t3, math.Abs(t1) + math.Abs(t2) + math.Abs(t3)
+	}
+	lo, hi := math.Log(1e-9), math.Log(math.Max(4, 4*(eps+1)/rho))
+	const phi = 0.6180339887498949
+	x1, x2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
+	f := func(x float64) float64 { v, _ := logd(1 + math.Exp(x)); return v }
+	f1, f2 := f(x1), f(x2)
+	for range 200 {
+		if f1 < f2 {
+			hi, x2, f2 = x2, x1, f1
+			x1 = hi - phi*(hi-lo)
+			f1 = f(x1)
+		} else {
+			lo, x1, f1 = x1, x2, f2
+			x2 = lo + phi*(hi-lo)
+			f2 = f(x2)
+		}
+	}
+	v, mag := logd(1 + math.Exp(x1))
+	d := math.Exp(v + 1e-12*(mag+1))
+	return math.Max(math.Min(d, 1), math.SmallestNonzeroFloat64)
+}
+
+// NormBound returns w (in grid steps) with Pr[‖Y‖₂ ≥ w] ≤ β for Y ∈ ℤ^dims of i.i.d.
+// discrete Gaussians N_ℤ(0, S²) (the grid noise of one release; multiply by the
+// granularity for value units). Chernoff bound of Laurent and Massart (2000, Lemma 1):
+// for the discrete Gaussian, E e^(λY²) = Z(S')/Z(S) with S'² = S²/(1 − 2λS²), and the
+// Poisson-summation normaliser Z(s) = √(2π)s·θ(s), 1 ≤ θ(s) ≤ 1 + 3e^(−2π²s²), gives
+// E e^(λY²) ≤ θ(S)(1 − 2λS²)^(−1/2): the χ² moment generating function times θ. Hence
+// Pr[‖Y‖² ≥ S²(d + 2√(dx) + 2x)] ≤ θ^d e^(−x); x = ln(1/β) + d ln θ. Rounded up by
+// 1e-12 relative. β must be in (0, 1).
+func (s *SecureGaussian) NormBound(beta float64) (float64, error) {
+	if math.IsNaN(beta) || beta <= 0 || beta >= 1 {
+		return 0, &dpkit.ParamError{Name: "beta", Value: beta, Want: "in (0, 1)"}
+	}
+	return normBound(float64(s.gauss.sigma), s.Dims(), beta), nil
+}
+
+func normBound(S float64, d int, beta float64) float64 {
+	df := float64(d)
+	x := math.Log(1/beta) + df*math.Log1p(3*math.Exp(-2*math.Pi*math.Pi*S*S))
+	return S * math.Sqrt(df+2*math.Sqrt(df*x)+2*x) * (1 + 1e-12)
 }
 
 func discreteGaussianDelta(S, D, eps float64) float64 {

@@ -3,9 +3,11 @@ package noise
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dpkit/dpkit"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // TestSnap: round half up on the grid, exact at ties, translation invariant by whole
@@ -123,23 +125,105 @@ func TestSecureLaplaceDistribution(t *testing.T) {
 	}, frp)
 }
 
-// TestSecureGaussianDistribution: the noise against N(0, (S·g)²) with the DKW bound
-// (the discrete CDF is within ~1/S of the continuous one). False-rejection prob. frp.
+// gaussianChiSquare tests draws of the grid noise Z (in grid steps) of a SecureGaussian
+// against the discrete Gaussian N_ℤ(0, S²) with S = ⌈σ/g⌉ computed HERE from the σ that
+// was asked for and the granularity (never from the sampler's own parameters, so a
+// sampler with the wrong σ is caught). Bins: 40 cells with edges at the integers
+// nearest to the continuous quantiles S·Φ⁻¹(i/40), the outer two open. Cell
+// probabilities use P[Y ≤ m] for the discrete Gaussian, which differs from
+// Φ((m + ½)/S) by less than 1/S ≤ 2^−29 here (Euler–Maclaurin for the unimodal
+// e^(−y²/2S²), plus the Poisson-summation normaliser within e^(−2π²S²) of √(2π)S):
+// with n ≤ 10^6 draws that moves an expected count by < 0.002, negligible against the
+// χ² resolution. Every cell expects ≥ 1000 draws (n/40 with n ≥ 4·10^4), where the χ²
+// approximation of the statistic's tail is accurate. It returns the statistic and the
+// critical value at false-rejection probability alpha (df 39).
+func gaussianChiSquare(draw func() int64, sigma, g float64, n int, alpha float64) (stat, crit float64) {
+	S := math.Ceil(sigma / g)
+	const bins = 40
+	edges := make([]float64, bins-1) // integer edges: cell i is [edges[i−1], edges[i])
+	for i := range edges {
+		q := distuv.UnitNormal.Quantile(float64(i+1) / bins)
+		edges[i] = math.Round(S * q)
+	}
+	cdfBelow := func(m float64) float64 { // P[Y < m] = P[Y ≤ m − 1] ≈ Φ((m − ½)/S)
+		return 0.5 * math.Erfc(-(m-0.5)/S/math.Sqrt2)
+	}
+	p := make([]float64, bins)
+	prev := 0.0
+	for i := range edges {
+		c := cdfBelow(edges[i])
+		p[i] = c - prev
+		prev = c
+	}
+	p[bins-1] = 1 - prev
+	counts := make([]float64, bins)
+	for range n {
+		z := float64(draw())
+		i, _ := slices.BinarySearch(edges, z) // number of edges ≤ … : cell index
+		if i < len(edges) && edges[i] == z {
+			i++
+		}
+		counts[i]++
+	}
+	for i := range p {
+		e := float64(n) * p[i]
+		stat += (counts[i] - e) * (counts[i] - e) / e
+	}
+	return stat, distuv.ChiSquared{K: bins - 1}.Quantile(1 - alpha)
+}
+
+// TestSecureGaussianDistribution: the grid noise of NewSecureGaussian(1, σ) against the
+// exact discrete Gaussian with S = ⌈σ/g⌉ (χ² with 40 cells, gaussianChiSquare),
+// false-rejection probability frp per σ, 10^6 draws (5·10^4 under -short). Also a DKW
+// test of Z·g against N(0, σ²) with the σ asked for (the discrete CDF is within ~1/S
+// of the continuous one). The χ² test is shown to reject a sampler whose σ is scaled
+// by 0.9 in TestSecureGaussianTestDetectsBrokenSigma.
 func TestSecureGaussianDistribution(t *testing.T) {
-	s, err := NewSecureGaussian(1, 3)
+	for i, sigma := range []float64{3, 0.37} {
+		s, err := NewSecureGaussian(1, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := s.Sigma() / sigma; r < 1 || r > 1+0x1p-28 {
+			t.Errorf("Sigma %v for σ = %v", s.Sigma(), sigma)
+		}
+		src := Seeded(8 + uint64(i))
+		n := draws(1000000, 50000)
+		g := s.Granularity()
+		stat, crit := gaussianChiSquare(func() int64 { return int64(s.Noise(src) / g) }, sigma, g, n, frp/4)
+		if stat > crit {
+			t.Errorf("σ=%v: χ² = %.1f > %.1f (df 39, false-rejection probability %g)", sigma, stat, crit, frp/4)
+		}
+		xs := make([]float64, draws(100000, 10000))
+		for i := range xs {
+			xs[i] = s.Noise(src)
+		}
+		dkw(t, "SecureGaussian", xs, func(x float64) float64 { return 0.5 * math.Erfc(-x/(sigma*math.Sqrt2)) }, frp/4)
+	}
+}
+
+// TestSecureGaussianTestDetectsBrokenSigma proves the χ² test above can fail: a sampler
+// built exactly like NewSecureGaussian but with its integer σ scaled by 0.9 (the
+// deliberate breakage of issue #4) is rejected, with the draw counts of the real test
+// (also under -short). With 5·10^4 draws the expected statistic under that
+// alternative is ≈ 39 + 5·10^4·0.017 ≈ 900, against a critical value ≈ 100.
+func TestSecureGaussianTestDetectsBrokenSigma(t *testing.T) {
+	const sigma = 3.0
+	good, err := NewSecureGaussian(1, sigma)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Sigma() / 3; r < 1 || r > 1+0x1p-38 {
-		t.Errorf("Sigma %v for σ = 3", s.Sigma())
+	brokenS, err := NewDiscreteGaussian(uint64(0.9 * float64(good.GridSigma())))
+	if err != nil {
+		t.Fatal(err)
 	}
-	src := Seeded(8)
-	sigma := s.Sigma()
-	xs := make([]float64, draws(100000, 10000))
-	for i := range xs {
-		xs[i] = s.Noise(src)
+	broken := &SecureGaussian{k: good.k, d: good.d, gauss: *brokenS}
+	src := Seeded(18)
+	g := broken.Granularity()
+	stat, crit := gaussianChiSquare(func() int64 { return int64(broken.Noise(src) / g) }, sigma, g, draws(1000000, 50000), frp/4)
+	if stat <= crit {
+		t.Errorf("σ·0.9 sampler not detected: χ² = %.1f ≤ %.1f", stat, crit)
 	}
-	dkw(t, "SecureGaussian", xs, func(x float64) float64 { return 0.5 * math.Erfc(-x/(sigma*math.Sqrt2)) }, frp)
 }
 
 // exactDiscreteGaussianDelta computes δ(ε) of N_ℤ(0, S²) against its shift by D by

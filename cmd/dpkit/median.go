@@ -26,8 +26,15 @@ Values are clamped to [L, U]; the number of rows is treated as public (neighbour
 datasets differ by replacing one row).
 
   without --delta (or --delta 0):  ε-DP, heavy-tailed noise ∝ 1/(1+|z|^4),
-                                   α = β = ε/(2(γ+1)) with γ = 4
-  with --delta D in (0, 1):        (ε, δ)-DP, Laplace noise, α = ε/2, β = ε/(2 ln(2/δ))
+                                   α = β = ε/(2(γ+1)) with γ = 4 (noise sampled in
+                                   floating point: the guarantee is that of the ideal
+                                   noise; the output grid is exact)
+  with --delta D in (0, 1):        (ε, δ)-DP, exact discrete Laplace noise on the grid,
+                                   α = ε/2, β = ln(1 + (ε/2)/(ε/2 + ln(1/δ))) (≈ ε/(2 ln(2/δ)))
+  alpha and beta are printed as used, after small rounding allowances.
+
+The release is a multiple of the granularity (a power of two fixed by the bounds and
+α, not by the data) in [L, U].
 
 Flags:
   --file F       CSV file with a header row (required)
