@@ -42,5 +42,7 @@
 // the same dataset budget; the release is durable before Spend returns, so a result may
 // be published only after. The statistics are updated in the same transaction, so a
 // decision costs O(1) store reads and exact arithmetic on the sums, whatever the length
-// of the history (see docs/benchmarks.md).
+// of the history (see docs/benchmarks.md). A release may carry its result as an opaque
+// payload (Request.Payload), recorded in the same transaction — one commit for both — and
+// returned on replay. The SQLite backend group-commits concurrent spends.
 package ledger

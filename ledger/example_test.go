@@ -76,3 +76,40 @@ func Example_fixed() {
 	// per release: ε0 = 0.037808, δ0 = 1.25e-08 (basic composition: ε0 = 0.025)
 	// releases left: 40
 }
+
+// A release recorded together with its result (Request.Payload) in one transaction:
+// publishing needs one commit, and a retry with the same key gets the recorded result
+// back instead of a fresh one. StatusAfter is the budget right after the release.
+func ExampleLedger_Spend_payload() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ledger-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	l := ledger.New(store)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "flu", Total: dpkit.Budget{Epsilon: 1},
+		Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := ledger.Request{Budget: "flu", Cost: dpkit.Budget{Epsilon: 0.25}, Mechanism: "laplace:scale=4", Key: "q1",
+		Payload: []byte(`{"count": 3.7}`)}
+	rc, err := l.Spend(ctx, req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, _ := l.StatusAfter(ctx, rc)
+	fmt.Printf("recorded %s; %d release, Σε = %g\n", rc.Release.Payload, st.Releases, st.SpentEpsilon)
+
+	req.Payload = []byte(`{"count": 2.1}`) // a retry computed another answer: it never leaves
+	again, _ := l.Spend(ctx, req)
+	fmt.Printf("replayed %v: %s\n", again.Replayed, again.Release.Payload)
+	// Output:
+	// recorded {"count": 3.7}; 1 release, Σε = 0.25
+	// replayed true: {"count": 3.7}
+}

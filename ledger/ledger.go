@@ -41,6 +41,7 @@ const (
 	MaxKeyLen       = 256
 	MaxAnalystLen   = 256
 	MaxMechanismLen = 4096
+	MaxPayloadLen   = 64 << 20 // bytes of Request.Payload
 )
 
 // Spec describes a budget to create.
@@ -146,6 +147,11 @@ type Request struct {
 	Mechanism string       // optional mechanism description, recorded verbatim
 	Analyst   string       // optional: who asks
 	Key       string       // optional idempotency key, unique per budget
+	// Payload is optional opaque data (at most MaxPayloadLen bytes) recorded with the
+	// release in the same transaction, e.g. the answer the release is about to
+	// publish, so that recording the release and its result costs one commit. It is
+	// not compared for idempotency: a replay returns the payload recorded first.
+	Payload []byte
 }
 
 // Receipt is the outcome of an accepted spend.
@@ -154,6 +160,8 @@ type Receipt struct {
 	// Replayed is true when the idempotency key was already recorded with the same
 	// content: the original release is returned and nothing is charged.
 	Replayed bool `json:"replayed"`
+
+	after *Stats // the budget's statistics right after this release (nil when replayed)
 }
 
 // Spend decides and records one release atomically: in one transaction it checks the
@@ -180,7 +188,8 @@ func (l *Ledger) Spend(ctx context.Context, req Request) (Receipt, error) {
 		ids[i] = b.def.ID
 	}
 	rel := Release{Budget: req.Budget, Cost: dpkit.Budget{Epsilon: req.Cost.Epsilon + 0, Delta: req.Cost.Delta + 0}, Mechanism: req.Mechanism, Analyst: req.Analyst, Key: req.Key,
-		Time: l.now().UTC().Truncate(time.Microsecond)}
+		Time: l.now().UTC().Truncate(time.Microsecond), Payload: req.Payload}
+	var after Stats // the last statistics decide returned for req.Budget
 	decide := func(stats []Stats) ([]Stats, error) {
 		if len(stats) != len(chain) {
 			return nil, fmt.Errorf("ledger: store returned %d statistics for a chain of %d budgets", len(stats), len(chain))
@@ -197,17 +206,44 @@ func (l *Ledger) Spend(ctx context.Context, req Request) (Receipt, error) {
 			}
 			out[i] = stats[i].Add(charged)
 		}
+		after = out[len(out)-1]
 		return out, nil
 	}
 	got, replayed, err := l.store.Spend(ctx, ids, rel, decide)
 	if err != nil {
 		return Receipt{}, err
 	}
+	if len(got.Payload) == 0 {
+		got.Payload = nil
+	}
 	if replayed && !sameContent(got, rel) {
 		return Receipt{}, fmt.Errorf("%w: key %q on budget %q was recorded (seq %d) for %v mechanism %q analyst %q; this request is %v mechanism %q analyst %q",
 			ErrIdempotencyConflict, req.Key, req.Budget, got.Seq, got.Cost, got.Mechanism, got.Analyst, req.Cost, req.Mechanism, req.Analyst)
 	}
-	return Receipt{Release: got, Replayed: replayed}, nil
+	if replayed {
+		return Receipt{Release: got, Replayed: true}, nil
+	}
+	return Receipt{Release: got, after: &after}, nil
+}
+
+// StatusAfter returns the status of the budget rc was spent on right after rc's
+// release was recorded — computed from the statistics of Spend's transaction, without
+// reading the store (later spends are not included). For a replayed receipt, or one
+// not made by Spend, it returns the current Status.
+func (l *Ledger) StatusAfter(ctx context.Context, rc Receipt) (Status, error) {
+	if rc.after == nil {
+		return l.Status(ctx, rc.Release.Budget)
+	}
+	chain, err := l.chain(ctx, rc.Release.Budget)
+	if err != nil {
+		return Status{}, err
+	}
+	b := chain[len(chain)-1]
+	e, d, err := b.acc.Spent(*rc.after)
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{Definition: b.def, Releases: rc.after.Count, SpentEpsilon: e, SpentDelta: d}, nil
 }
 
 // Status is a budget's definition and what its releases have used.
@@ -383,6 +419,9 @@ func checkRequest(req Request) error {
 	}
 	if err := checkText("analyst", req.Analyst, MaxAnalystLen); err != nil {
 		return err
+	}
+	if len(req.Payload) > MaxPayloadLen {
+		return &dpkit.ParamError{Name: "payload", Value: len(req.Payload), Want: fmt.Sprintf("at most %d bytes", MaxPayloadLen)}
 	}
 	return checkText("key", req.Key, MaxKeyLen)
 }

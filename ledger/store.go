@@ -26,9 +26,14 @@ type Release struct {
 	Analyst   string       `json:"analyst"`   // who asked (optional)
 	Key       string       `json:"key"`       // idempotency key (optional)
 	Time      time.Time    `json:"time"`
+	// Payload is opaque data recorded with the release in the same transaction
+	// (optional; e.g. the answer that the release published). It is not part of the
+	// release's identity: a replay returns the payload recorded first.
+	Payload []byte `json:"payload,omitempty"`
 }
 
-// sameContent reports whether two releases describe the same request.
+// sameContent reports whether two releases describe the same request. The payload is
+// not compared: it is what the release produced, which may differ between attempts.
 func sameContent(a, b Release) bool {
 	return a.Budget == b.Budget && a.Cost == b.Cost && a.Mechanism == b.Mechanism && a.Analyst == b.Analyst && a.Key == b.Key
 }
@@ -59,8 +64,10 @@ type Store interface {
 	//     rel.Budget, returns it and replayed = true, changing nothing;
 	//  2. otherwise calls decide with the chain's statistics; if it fails, returns its
 	//     error, changing nothing;
-	//  3. otherwise records rel (assigning Seq) and the new statistics, and commits
-	//     before returning.
+	//  3. otherwise records rel (assigning Seq; with its Payload, stored verbatim —
+	//     nil and empty are the same) and the new statistics, and commits before
+	//     returning.
+	// Releases and replays return the payload recorded (nil when empty).
 	Spend(ctx context.Context, chain []string, rel Release, decide Decide) (recorded Release, replayed bool, err error)
 	// Releases returns the releases spent on budget id or on its sub-budgets, with
 	// Seq > after, in Seq order; at most limit of them (limit ≤ 0: all).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpkit/dpkit/internal/server"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/postgres"
 	"github.com/dpkit/dpkit/ledger/sqlite"
 )
 
@@ -29,6 +30,8 @@ Flags:
   --addr HOST:PORT  address to listen on (default 127.0.0.1:8080; port 0 picks a free one)
   --db PATH|URL     the database of the ledger, datasets and API keys: a SQLite file
                     (default dpkit.db, created if missing) or a postgres:// URL
+                    (tables in the first schema of its search_path; several
+                    servers may share one PostgreSQL database)
   --demo            register seed 002's "flu" and "salary" tables (budget ε = 1,
                     δ = 1e-6, fixed policy, at most 20 queries each) if missing, and
                     mint a new admin key and a new analyst key
@@ -50,6 +53,7 @@ Exit status: 0 stopped by a signal; 1 the database or the address cannot be used
 Examples:
   dpkit serve --demo
   dpkit serve --addr 0.0.0.0:8443 --db /var/lib/dpkit/ledger.db
+  dpkit serve --db 'postgres://dpkit@db.internal/dpkit?search_path=dpkit'
 `
 
 // serveCommand is "dpkit serve".
@@ -144,10 +148,15 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 // open opens the ledger and the service's store in the same database. The ledger comes
 // first: it marks a new SQLite file as a dpkit ledger, then the service adds its tables.
 func (c *serveCommand) open(ctx context.Context) (*server.Server, func(), error) {
+	var ls ledger.Store
+	var err error
 	if server.IsPostgres(c.db) {
-		return nil, nil, errors.New("--db postgres://…: the PostgreSQL ledger backend is not available in this build; use a SQLite file")
+		// Several processes may share one PostgreSQL database: the ledger locks the
+		// dataset budget's row in each spend, so together they never over-spend.
+		ls, err = postgres.Open(ctx, c.db, &postgres.Options{Create: true})
+	} else {
+		ls, err = sqlite.Open(ctx, c.db, &sqlite.Options{Create: true})
 	}
-	ls, err := sqlite.Open(ctx, c.db, &sqlite.Options{Create: true})
 	if err != nil {
 		return nil, nil, err
 	}

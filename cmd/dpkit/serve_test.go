@@ -3,10 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -296,4 +303,171 @@ func TestServeKillRestart(t *testing.T) {
 	}
 	d2.cmd.Process.Signal(syscall.SIGTERM)
 	d2.cmd.Wait()
+}
+
+// servePostgresURL returns a URL selecting a fresh schema of the PostgreSQL server at
+// DPKIT_TEST_POSTGRES (dropped when the test ends). Without it the test is skipped,
+// unless DPKIT_REQUIRE_POSTGRES=1, when it fails.
+func servePostgresURL(t *testing.T) string {
+	t.Helper()
+	admin := os.Getenv("DPKIT_TEST_POSTGRES")
+	if admin == "" {
+		if os.Getenv("DPKIT_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("DPKIT_REQUIRE_POSTGRES=1 but DPKIT_TEST_POSTGRES is not set")
+		}
+		t.Skip("DPKIT_TEST_POSTGRES is not set: skipping (scripts/test starts a PostgreSQL server and sets it)")
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("PostgreSQL at DPKIT_TEST_POSTGRES is unreachable: %v", err)
+	}
+	defer c.Close(ctx)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "dpkit_serve_" + hex.EncodeToString(b)
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), admin); err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestServePostgresTwoProcesses runs two "dpkit serve" processes on one PostgreSQL
+// database and sends queries from 64 concurrent clients, split evenly across them, to
+// one dataset whose fixed policy allows 50 queries (registered through the first
+// process): exactly 50 are answered in total, every other one is refused with 409, the
+// ledger records exactly the 50 answered releases (each once, with its answer), and
+// both processes report the same exhausted budget. A restart of the second process
+// keeps everything (a replay returns the same answer).
+func TestServePostgresTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	db := servePostgresURL(t)
+	const capacity, clients, perClient = 50, 64, 4
+	bin := buildDpkit(t)
+	a := startServe(t, bin, "--demo", "--db", db)
+	b := startServe(t, bin, "--db", db)
+	if b.banner["admin_key"] != "" {
+		t.Fatalf("the second process minted an admin key although the database has one: %v", b.banner)
+	}
+	admin := a.banner["admin_key"]
+	code, v := call(t, "POST", a.url()+"/v1/datasets", admin, map[string]any{
+		"name":    "shared",
+		"columns": map[string]any{"x": map[string]any{"type": "int", "min": 0, "max": 10}},
+		"csv":     "x\n1\n2\n3\n",
+		"budget":  map[string]any{"epsilon": 1, "delta": 1e-6},
+		"policy":  map[string]any{"mode": "fixed", "max_queries": capacity},
+	})
+	if code != 201 {
+		t.Fatalf("register: %d %v", code, v)
+	}
+	// The second process sees the dataset registered by the first.
+	if code, v := call(t, "GET", b.url()+"/v1/datasets/shared/budget", admin, nil); code != 200 || v["remaining_queries"] != float64(capacity) {
+		t.Fatalf("budget through the second process: %d %v", code, v)
+	}
+
+	var mu sync.Mutex
+	answered := map[float64]string{} // release seq → idempotency key
+	results := map[string]any{}      // idempotency key → result
+	var perServer [2]int
+	var refused, other atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range clients {
+		srv := []*daemon{a, b}[c%2]
+		wg.Go(func() {
+			client := &http.Client{Timeout: 30 * time.Second}
+			<-start
+			for i := range perClient {
+				key := fmt.Sprintf("c%d-%d", c, i)
+				body, _ := json.Marshal(map[string]any{"sql": "SELECT SUM(x) FROM shared", "idempotency_key": key})
+				req, _ := http.NewRequest("POST", srv.url()+"/v1/datasets/shared/query", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+admin)
+				res, err := client.Do(req)
+				if err != nil {
+					other.Add(1)
+					t.Error(err)
+					return
+				}
+				var v map[string]any
+				err = json.NewDecoder(res.Body).Decode(&v)
+				res.Body.Close()
+				switch {
+				case res.StatusCode == 200 && err == nil:
+					mu.Lock()
+					seq, _ := v["release"].(float64)
+					if prev, dup := answered[seq]; dup {
+						t.Errorf("release %v answered twice (%s and %s)", seq, prev, key)
+					}
+					answered[seq], results[key] = key, v["result"]
+					perServer[c%2]++
+					mu.Unlock()
+				case res.StatusCode == 409:
+					refused.Add(1)
+				default:
+					other.Add(1)
+					t.Errorf("status %d: %v (%v)", res.StatusCode, v, err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("answered by the first process %d, by the second %d; refused %d", perServer[0], perServer[1], refused.Load())
+	if n := len(answered); n != capacity || refused.Load() != clients*perClient-capacity || other.Load() != 0 {
+		t.Fatalf("answered %d, refused %d, other %d; want exactly %d, %d, 0", n, refused.Load(), other.Load(), capacity, clients*perClient-capacity)
+	}
+	for _, d := range []*daemon{a, b} {
+		code, v := call(t, "GET", d.url()+"/v1/datasets/shared/budget", admin, nil)
+		if code != 200 || v["releases"] != float64(capacity) || v["remaining_queries"] != 0.0 {
+			t.Fatalf("budget after the load: %d %v", code, v)
+		}
+	}
+	code, v = call(t, "GET", b.url()+"/v1/datasets/shared/releases", admin, nil)
+	rels, _ := v["releases"].([]any)
+	if code != 200 || len(rels) != capacity {
+		t.Fatalf("audit log: %d, %d releases", code, len(rels))
+	}
+	for _, r := range rels {
+		r := r.(map[string]any)
+		key, ok := answered[r["seq"].(float64)]
+		if !ok {
+			t.Fatalf("release %v recorded but never answered", r["seq"])
+		}
+		if ans, _ := r["answer"].(map[string]any); ans == nil || ans["result"] != results[key] {
+			t.Fatalf("release %v: logged answer %v, returned %v", r["seq"], r["answer"], results[key])
+		}
+	}
+
+	// Restart the second process: a replay through it returns the answer given before.
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	if err := b.cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v\nstderr: %s", err, b.stderr)
+	}
+	b = startServe(t, bin, "--db", db)
+	for key, result := range results {
+		code, v := call(t, "POST", b.url()+"/v1/datasets/shared/query", admin, map[string]any{"sql": "SELECT SUM(x) FROM shared", "idempotency_key": key})
+		if code != 200 || v["result"] != result {
+			t.Fatalf("replay of %s after a restart: %d %v, want result %v", key, code, v, result)
+		}
+		break
+	}
+	for _, d := range []*daemon{a, b} {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		d.cmd.Wait()
+	}
 }

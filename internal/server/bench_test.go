@@ -15,8 +15,13 @@ import (
 // "flu" table (same schema and rows), registered with a budget allowing 10^9 queries, with
 // durable (synchronous=FULL) ledger commits: b.N queries from GOMAXPROCS×8 concurrent
 // clients. Reported as queries/s.
-func BenchmarkQuery(b *testing.B) {
-	e := newEnv(b)
+func BenchmarkQuery(b *testing.B) { benchQuery(b, newEnv(b)) }
+
+// BenchmarkPostgresQuery is BenchmarkQuery with the ledger and the service's tables on
+// PostgreSQL (DPKIT_TEST_POSTGRES; skipped without it), synchronous commits.
+func BenchmarkPostgresQuery(b *testing.B) { benchQuery(b, newEnvAt(b, newSchema(b))) }
+
+func benchQuery(b *testing.B, e *env) {
 	spec := map[string]any{
 		"name":    "flu_bench",
 		"columns": map[string]any{"name": map[string]any{"type": "string"}, "flu": map[string]any{"type": "int", "min": 0, "max": 1, "domain": []string{"0", "1"}}},

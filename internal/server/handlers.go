@@ -185,18 +185,25 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// storedAnswer is the payload the service records with each release in the ledger: the
+// query text and the answer that left (or may leave) the service.
+type storedAnswer struct {
+	SQL    string          `json:"sql"`
+	Answer json.RawMessage `json:"answer"`
+}
+
 // Query answers req on dataset d for caller p. The order of steps is what makes it safe:
 //
 //  1. parse and check the SQL (bad SQL costs nothing);
-//  2. compute the noisy answer and store it under the release's idempotency key, unless
-//     an answer is stored already (then that one is used: concurrent or repeated
-//     requests with one key share one answer);
-//  3. record the release in the ledger, which checks the budget in the same
-//     transaction — or refuses it (409) and nothing leaves;
+//  2. compute the noisy answer;
+//  3. record the release together with its answer in the ledger, in the transaction
+//     that checks the budget — or the ledger refuses it (409) and nothing leaves;
 //  4. only then return the answer.
 //
-// An answer stored in step 2 whose release was refused or interrupted never leaves the
-// service unless a later request with the same key gets its release recorded.
+// A retry with the same idempotency key (per API key) is not charged again: the ledger
+// returns the release recorded first with its answer, and that answer is returned (the
+// answer computed for the retry never leaves). The same key with another query or cost
+// is 409. An answer whose release was refused or cut off by a crash never leaves.
 func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRequest) (*QueryResponse, error) {
 	if strings.TrimSpace(req.SQL) == "" {
 		return nil, &dpkit.ParamError{Name: "sql", Value: req.SQL, Want: "a query such as SELECT COUNT(*) FROM " + d.spec.Name}
@@ -251,48 +258,72 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 		given = randomKey()
 	}
 	releaseKey := p.ID + "/" + given
-	rec, err := s.store.Answer(ctx, d.spec.Name, releaseKey)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		ans, err := prepared.Release(*cost, s.src)
-		if err != nil {
-			return nil, err
-		}
-		if req.Epsilon != nil {
-			ans.Epsilon, ans.Delta = &cost.Epsilon, &cost.Delta
-		}
-		body, err := json.Marshal(ans)
-		if err != nil {
-			return nil, err
-		}
-		rec, err = s.store.PutAnswer(ctx, AnswerRecord{Dataset: d.spec.Name, ReleaseKey: releaseKey, KeyID: p.ID, SQL: req.SQL, Response: body, Created: time.Now().UTC()})
-		if err != nil {
-			return nil, err
-		}
-	case err != nil:
+	ans, err := prepared.Release(*cost, s.src)
+	if err != nil {
 		return nil, err
 	}
-	var ans Answer
-	if err := json.Unmarshal(rec.Response, &ans); err != nil {
+	if req.Epsilon != nil {
+		ans.Epsilon, ans.Delta = &cost.Epsilon, &cost.Delta
+	}
+	body, err := json.Marshal(ans)
+	if err != nil {
 		return nil, err
 	}
-	if rec.SQL != req.SQL || !sameCost(ans, req) {
-		return nil, fmt.Errorf("idempotency key %q was used for another query: %w", given, ErrKeyConflict)
+	payload, err := json.Marshal(storedAnswer{SQL: req.SQL, Answer: body})
+	if err != nil {
+		return nil, err
 	}
-
-	spend := Spend{Key: releaseKey, Analyst: p.ID, Mechanism: fmt.Sprintf("%s:scale=%g", ans.Mechanism, ans.Scale)}
+	conflict := func() error {
+		return fmt.Errorf("idempotency key %q was used for another query: %w", given, ErrKeyConflict)
+	}
+	spend := Spend{Key: releaseKey, Analyst: p.ID, Mechanism: fmt.Sprintf("%s:scale=%g", ans.Mechanism, ans.Scale), Payload: payload}
 	if d.spec.Policy.Mode == "adaptive" {
 		spend.Cost = cost
 	}
 	receipt, err := s.ledger.Spend(ctx, d.spec.Name, spend)
+	if errors.Is(err, ErrKeyConflict) {
+		return nil, conflict()
+	}
 	if err != nil {
 		return nil, err
+	}
+	if receipt.Replayed {
+		// The answer recorded with the release, not the one just computed.
+		sqlText, recorded, err := s.recordedAnswer(ctx, d.spec.Name, releaseKey, receipt.Payload)
+		if err != nil {
+			return nil, err
+		}
+		ans = Answer{}
+		if err := json.Unmarshal(recorded, &ans); err != nil {
+			return nil, fmt.Errorf("release %d: stored answer: %w", receipt.Seq, err)
+		}
+		if sqlText != req.SQL || !sameCost(ans, req) {
+			return nil, conflict()
+		}
 	}
 	return &QueryResponse{
 		Result: ans.Result, Groups: ans.Groups, Mechanism: ans.Mechanism, Scale: ans.Scale, CI95: ans.CI95,
 		Charged: receipt.Charged, Spent: receipt.Status.Spent, RemainingQueries: receipt.Status.Remaining,
 		Release: receipt.Seq, IdempotencyKey: given,
 	}, nil
+}
+
+// recordedAnswer returns the query text and answer of a recorded release: from its
+// ledger payload, or, for a release recorded by an earlier dpkit (before answers moved
+// into the ledger), from the server_answers table.
+func (s *Server) recordedAnswer(ctx context.Context, dataset, releaseKey string, payload []byte) (string, json.RawMessage, error) {
+	if len(payload) > 0 {
+		var sa storedAnswer
+		if err := json.Unmarshal(payload, &sa); err != nil {
+			return "", nil, fmt.Errorf("release %q of dataset %q: malformed payload: %w", releaseKey, dataset, err)
+		}
+		return sa.SQL, sa.Answer, nil
+	}
+	rec, err := s.store.Answer(ctx, dataset, releaseKey)
+	if err != nil {
+		return "", nil, fmt.Errorf("release %q of dataset %q: no recorded answer: %w", releaseKey, dataset, err)
+	}
+	return rec.SQL, rec.Response, nil
 }
 
 // sameCost reports whether a stored answer was made for the cost req asks for.
@@ -336,13 +367,20 @@ func (s *Server) releases(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	answers, err := s.store.Answers(r.Context(), d.spec.Name)
-	if err != nil {
-		return err
-	}
-	byKey := make(map[string]AnswerRecord, len(answers))
-	for _, a := range answers {
-		byKey[a.ReleaseKey] = a
+	// Releases recorded by an earlier dpkit have their answer in server_answers.
+	var byKey map[string]AnswerRecord
+	for _, rel := range rels {
+		if len(rel.Payload) == 0 {
+			answers, err := s.store.Answers(r.Context(), d.spec.Name)
+			if err != nil {
+				return err
+			}
+			byKey = make(map[string]AnswerRecord, len(answers))
+			for _, a := range answers {
+				byKey[a.ReleaseKey] = a
+			}
+			break
+		}
 	}
 	keys, err := s.store.Keys(r.Context())
 	if err != nil {
@@ -358,7 +396,10 @@ func (s *Server) releases(w http.ResponseWriter, r *http.Request) error {
 		if ri.Analyst == "" {
 			ri.Analyst = rel.Analyst
 		}
-		if a, ok := byKey[rel.Key]; ok {
+		var sa storedAnswer
+		if len(rel.Payload) > 0 && json.Unmarshal(rel.Payload, &sa) == nil {
+			ri.SQL, ri.Answer = sa.SQL, sa.Answer
+		} else if a, ok := byKey[rel.Key]; ok {
 			ri.SQL, ri.Answer = a.SQL, json.RawMessage(a.Response)
 		}
 		out = append(out, ri)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/postgres"
 	"github.com/dpkit/dpkit/ledger/sqlite"
 	"github.com/dpkit/dpkit/noise"
 )
@@ -41,11 +42,18 @@ type env struct {
 	closers []func()
 }
 
-// open builds a Server over the database file db (created if needed).
+// open builds a Server over the database db — a SQLite file (created if needed) or a
+// PostgreSQL URL — as "dpkit serve" does.
 func open(t testing.TB, db string) (*Server, func()) {
 	t.Helper()
 	ctx := context.Background()
-	ls, err := sqlite.Open(ctx, db, &sqlite.Options{Create: true})
+	var ls ledger.Store
+	var err error
+	if IsPostgres(db) {
+		ls, err = postgres.Open(ctx, db, &postgres.Options{Create: true})
+	} else {
+		ls, err = sqlite.Open(ctx, db, &sqlite.Options{Create: true})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +69,16 @@ func open(t testing.TB, db string) (*Server, func()) {
 	return srv, func() { st.Close(); ls.Close() }
 }
 
+// newEnv is an env over a fresh SQLite file.
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, db: filepath.Join(t.TempDir(), "dpkit.db")}
+	return newEnvAt(t, filepath.Join(t.TempDir(), "dpkit.db"))
+}
+
+// newEnvAt is an env over the database db (a SQLite path or a PostgreSQL URL).
+func newEnvAt(t testing.TB, db string) *env {
+	t.Helper()
+	e := &env{t: t, db: db}
 	srv, closeDB := open(t, e.db)
 	keys, err := srv.SetUpDemo(context.Background())
 	if err != nil {

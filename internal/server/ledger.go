@@ -56,15 +56,17 @@ func (a LedgerAccountant) Spend(ctx context.Context, budget string, sp Spend) (R
 		}
 		cost = def.Policy.PerRelease
 	}
-	rc, err := a.L.Spend(ctx, ledger.Request{Budget: budget, Cost: *cost, Mechanism: sp.Mechanism, Analyst: sp.Analyst, Key: sp.Key})
+	rc, err := a.L.Spend(ctx, ledger.Request{Budget: budget, Cost: *cost, Mechanism: sp.Mechanism, Analyst: sp.Analyst, Key: sp.Key, Payload: sp.Payload})
 	if err != nil {
 		return Receipt{}, translate(err)
 	}
-	st, err := a.Status(ctx, budget)
+	// The status right after this release, from the spend's own statistics (no read);
+	// the current status for a replay.
+	ls, err := a.L.StatusAfter(ctx, rc)
 	if err != nil {
-		return Receipt{}, err
+		return Receipt{}, translate(err)
 	}
-	return Receipt{Seq: rc.Release.Seq, Charged: rc.Release.Cost, Replayed: rc.Replayed, Status: st}, nil
+	return Receipt{Seq: rc.Release.Seq, Charged: rc.Release.Cost, Replayed: rc.Replayed, Status: statusOf(ls), Payload: rc.Release.Payload}, nil
 }
 
 // PerQuery implements Accountant (the ledger caches definitions).
@@ -82,6 +84,11 @@ func (a LedgerAccountant) Status(ctx context.Context, budget string) (Status, er
 	if err != nil {
 		return Status{}, translate(err)
 	}
+	return statusOf(ls), nil
+}
+
+// statusOf translates a ledger status.
+func statusOf(ls ledger.Status) Status {
 	st := Status{
 		Total:    ls.Total,
 		Spent:    dpkit.Budget{Epsilon: ls.SpentEpsilon, Delta: ls.SpentDelta},
@@ -97,7 +104,7 @@ func (a LedgerAccountant) Status(ctx context.Context, budget string) (Status, er
 			st.Costs, st.Counts = []dpkit.Budget{slot}, []int64{ls.Releases}
 		}
 	}
-	return st, nil
+	return st
 }
 
 // Releases implements Accountant.
@@ -108,7 +115,7 @@ func (a LedgerAccountant) Releases(ctx context.Context, budget string) ([]Releas
 	}
 	out := make([]Release, len(rels))
 	for i, r := range rels {
-		out[i] = Release{Seq: r.Seq, Time: r.Time, Charged: r.Cost, Analyst: r.Analyst, Key: r.Key, Mechanism: r.Mechanism}
+		out[i] = Release{Seq: r.Seq, Time: r.Time, Charged: r.Cost, Analyst: r.Analyst, Key: r.Key, Mechanism: r.Mechanism, Payload: r.Payload}
 	}
 	return out, nil
 }

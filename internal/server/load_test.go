@@ -17,8 +17,9 @@ import (
 // dataset whose fixed policy allows 50 queries: exactly 50 are answered (200), every
 // other one is refused (409), and the ledger records exactly the 50 answered releases.
 // The test is bounded: 64 × 4 requests, and a 60 s deadline.
-func TestConcurrentClients(t *testing.T) {
-	e := newEnv(t)
+func TestConcurrentClients(t *testing.T) { testConcurrentClients(t, newEnv(t)) }
+
+func testConcurrentClients(t *testing.T, e *env) {
 	const capacity, clients, perClient = 50, 64, 4
 	spec := salarySpec("load")
 	spec["policy"] = map[string]any{"mode": "fixed", "max_queries": capacity}

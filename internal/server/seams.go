@@ -21,8 +21,10 @@ type Accountant interface {
 	// Create makes the budget of a new dataset. It fails with an error matching
 	// ErrExists if the budget exists.
 	Create(ctx context.Context, budget string, total dpkit.Budget, policy PolicySpec) error
-	// Spend checks the budget and records one release, atomically. A release with an
-	// idempotency key already recorded is not charged again (Receipt.Replayed).
+	// Spend checks the budget and records one release with its payload (the answer),
+	// atomically, in one transaction. A release with an idempotency key already
+	// recorded is not charged again (Receipt.Replayed) and its recorded payload is
+	// returned.
 	// Refusals match ErrBudgetExceeded; a key reused for a different cost matches
 	// ErrKeyConflict.
 	Spend(ctx context.Context, budget string, sp Spend) (Receipt, error)
@@ -47,6 +49,7 @@ type Spend struct {
 	Key       string        // idempotency key, never empty
 	Analyst   string        // the API key's id
 	Mechanism string        // description of the mechanism, for audit
+	Payload   []byte        // the answer, recorded with the release (see storedAnswer)
 }
 
 // Receipt is a recorded release.
@@ -55,6 +58,7 @@ type Receipt struct {
 	Charged  dpkit.Budget
 	Replayed bool   // the key was already recorded: nothing was charged now
 	Status   Status // the budget after the release
+	Payload  []byte // the payload recorded with the release (the first one, on a replay)
 }
 
 // Status is a budget's state.
@@ -77,6 +81,7 @@ type Release struct {
 	Analyst   string
 	Key       string
 	Mechanism string
+	Payload   []byte // the answer recorded with the release; empty for releases recorded before schema 2 of the ledger
 }
 
 // Engine is the part of the query layer the service uses.

@@ -13,8 +13,9 @@ import (
 	"github.com/dpkit/dpkit"
 )
 
-func TestHealthzAndPage(t *testing.T) {
-	e := newEnv(t)
+func TestHealthzAndPage(t *testing.T) { testHealthzAndPage(t, newEnv(t)) }
+
+func testHealthzAndPage(t *testing.T, e *env) {
 	if v := e.must(200, "GET", "/healthz", "", nil); v["status"] != "ok" {
 		t.Fatalf("healthz: %v", v)
 	}
@@ -37,8 +38,9 @@ func TestHealthzAndPage(t *testing.T) {
 	}
 }
 
-func TestAuth(t *testing.T) {
-	e := newEnv(t)
+func TestAuth(t *testing.T) { testAuth(t, newEnv(t)) }
+
+func testAuth(t *testing.T, e *env) {
 	e.mustError(401, "Bearer", "GET", "/v1/datasets", "", nil)
 	e.mustError(401, "Bearer", "GET", "/v1/datasets", "dpk_not-a-key", nil)
 	e.mustError(401, "Bearer", "GET", "/v1/datasets", e.analyst+"x", nil)
@@ -68,8 +70,9 @@ func TestAuth(t *testing.T) {
 }
 
 // TestAnalystScope checks that an analyst sees only granted datasets, and never rows.
-func TestAnalystScope(t *testing.T) {
-	e := newEnv(t)
+func TestAnalystScope(t *testing.T) { testAnalystScope(t, newEnv(t)) }
+
+func testAnalystScope(t *testing.T, e *env) {
 	v := e.must(201, "POST", "/v1/keys", e.admin, map[string]any{"name": "carol", "role": "analyst", "datasets": []string{"salary"}})
 	carol, id := v["key"].(string), v["id"].(string)
 	if !strings.HasPrefix(carol, "dpk_") || !strings.HasPrefix(id, "k_") {
@@ -137,8 +140,9 @@ func salarySpec(name string) map[string]any {
 	}
 }
 
-func TestCreateDataset(t *testing.T) {
-	e := newEnv(t)
+func TestCreateDataset(t *testing.T) { testCreateDataset(t, newEnv(t)) }
+
+func testCreateDataset(t *testing.T, e *env) {
 	v := e.must(201, "POST", "/v1/datasets", e.admin, salarySpec("pay"))
 	if v["name"] != "pay" || obj(t, v, "policy")["max_queries"] != 3.0 {
 		t.Fatalf("created: %v", v)
@@ -194,8 +198,9 @@ func TestCreateDataset(t *testing.T) {
 	e.mustError(400, "path", "POST", "/v1/datasets", e.admin, byPath)
 }
 
-func TestQuery(t *testing.T) {
-	e := newEnv(t)
+func TestQuery(t *testing.T) { testQuery(t, newEnv(t)) }
+
+func testQuery(t *testing.T, e *env) {
 	e.must(201, "POST", "/v1/datasets", e.admin, salarySpec("pay"))
 	q := func(sql, key string) map[string]any {
 		return map[string]any{"sql": sql, "idempotency_key": key}
@@ -284,8 +289,9 @@ func TestQuery(t *testing.T) {
 	}
 }
 
-func TestAdaptivePolicy(t *testing.T) {
-	e := newEnv(t)
+func TestAdaptivePolicy(t *testing.T) { testAdaptivePolicy(t, newEnv(t)) }
+
+func testAdaptivePolicy(t *testing.T, e *env) {
 	spec := salarySpec("ad")
 	spec["policy"] = map[string]any{"mode": "adaptive"}
 	e.must(201, "POST", "/v1/datasets", e.admin, spec)
@@ -308,8 +314,9 @@ func TestAdaptivePolicy(t *testing.T) {
 
 // TestReleases checks the audit log: every accepted release, in order, with its query,
 // answer and analyst; refused and bad queries do not appear.
-func TestReleases(t *testing.T) {
-	e := newEnv(t)
+func TestReleases(t *testing.T) { testReleases(t, newEnv(t)) }
+
+func testReleases(t *testing.T, e *env) {
 	sqls := []string{"SELECT COUNT(*) FROM flu WHERE flu = 1", "SELECT HISTOGRAM(flu) FROM flu"}
 	var results []any
 	for _, s := range sqls {
@@ -339,8 +346,9 @@ func TestReleases(t *testing.T) {
 //
 // (docs/errata.md item 1). The service's values are upper values: never below the
 // reference by more than 1e-9 relative, and within 1e-6 relative above it.
-func TestCurve(t *testing.T) {
-	e := newEnv(t)
+func TestCurve(t *testing.T) { testCurve(t, newEnv(t)) }
+
+func testCurve(t *testing.T, e *env) {
 	if c := e.must(200, "GET", "/v1/datasets/flu/curve", e.analyst, nil); len(c["points"].([]any)) != 0 {
 		t.Fatalf("curve before any release: %v", c)
 	}
@@ -431,8 +439,10 @@ func kovDelta(k int, e0, d0, eps float64) float64 {
 
 // TestRestart checks that a restart on the same database keeps datasets, keys, grants,
 // budgets and answers, and that --demo does not register the datasets twice.
-func TestRestart(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "dpkit.db")
+func TestRestart(t *testing.T) { testRestart(t, filepath.Join(t.TempDir(), "dpkit.db")) }
+
+// testRestart runs TestRestart on the database db (a SQLite path or a PostgreSQL URL).
+func testRestart(t *testing.T, db string) {
 	ctx := context.Background()
 	srv, closeDB := open(t, db)
 	keys, err := srv.SetUpDemo(ctx)

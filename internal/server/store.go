@@ -26,7 +26,9 @@ var (
 )
 
 // Store keeps what the service knows besides the ledger: datasets (schema and data),
-// API keys (hashed) and grants, and the answers released. Its tables live in the same
+// API keys (hashed) and grants — and, read-only for releases recorded by an earlier
+// dpkit, the answers they released (answers are now the payloads of their ledger
+// releases). Its tables live in the same
 // database as the ledger's (a SQLite file or a PostgreSQL database), created by the
 // versioned migrations in migrations/. It is safe for concurrent use.
 type Store struct {
@@ -52,12 +54,13 @@ func OpenStore(ctx context.Context, dsn string) (*Store, error) {
 			return nil, errors.New("server: empty database path")
 		}
 		// WAL lets the ledger's connections and ours share the file; the busy timeout
-		// waits out the ledger's write transactions instead of failing. synchronous=
-		// NORMAL: a commit here survives a crash of the process at once, and a power
-		// loss once the next ledger commit (synchronous=FULL) syncs the WAL, which holds
-		// our earlier frames too. An answer is stored before its release is recorded
-		// and returned only after, so no answer leaves before it is durable.
-		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)")
+		// waits out the ledger's write transactions instead of failing; migrations take
+		// the write lock at BEGIN (_txlock=immediate) so that processes opening together
+		// do not race. synchronous=NORMAL: a commit here (dataset, key, grant) survives a
+		// crash of the process at once, and a power loss once the next ledger commit
+		// (synchronous=FULL) syncs the WAL, which holds our earlier frames too. Answers
+		// are not written here: they are recorded in the ledger with their release.
+		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate")
 		if err == nil {
 			s.db.SetMaxOpenConns(4)
 		}
@@ -111,10 +114,37 @@ func (s *Store) q(query string) string {
 	return b.String()
 }
 
+// migrationLock is the PostgreSQL advisory lock key under which the service migrates
+// its tables, so that several processes starting at once do not race.
+const migrationLock = "dpkit_server_migrate"
+
+// execer is what migrate needs of a database or a connection.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // migrate applies, in order and each in its own transaction, the migrations whose
-// version (the number before "_" in the file name) is above the recorded one.
+// version (the number before "_" in the file name) is above the recorded one. On
+// PostgreSQL it holds an advisory lock meanwhile (processes sharing the database may
+// start together); on SQLite each migration is a BEGIN IMMEDIATE transaction that
+// checks the recorded version again.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS server_migrations (
+	var db execer = s.db
+	if s.postgres {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, migrationLock); err != nil {
+			return fmt.Errorf("lock for migrations: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, migrationLock)
+		db = conn
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS server_migrations (
 		version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create server_migrations: %w", err)
 	}
@@ -130,12 +160,12 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migration %s: bad version", name)
 		}
 		known = max(known, v)
-		if err := s.apply(ctx, v, name); err != nil {
+		if err := s.apply(ctx, db, v, name); err != nil {
 			return err
 		}
 	}
 	var current int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM server_migrations`).Scan(&current); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM server_migrations`).Scan(&current); err != nil {
 		return err
 	}
 	if current > known {
@@ -145,12 +175,12 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // apply runs migration file name as version v unless it is already recorded.
-func (s *Store) apply(ctx context.Context, v int, name string) error {
+func (s *Store) apply(ctx context.Context, db execer, v int, name string) error {
 	body, err := migrationFS.ReadFile(name)
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -380,8 +410,9 @@ type AnswerRecord struct {
 }
 
 // PutAnswer records a as the answer of its release unless one is recorded already, and
-// returns the recorded one: concurrent requests with the same idempotency key all
-// return the first answer stored, so at most one noisy answer ever leaves per release.
+// returns the recorded one. The service no longer calls it (answers are recorded in the
+// ledger with their release); it remains for tests of databases written by an earlier
+// dpkit.
 func (s *Store) PutAnswer(ctx context.Context, a AnswerRecord) (AnswerRecord, error) {
 	var stmt string
 	if s.postgres {

@@ -311,13 +311,16 @@ func (s *Store) Stats(ctx context.Context, id string) (st ledger.Stats, err erro
 	return st, err
 }
 
-const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us"
+const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us, payload"
 
 func scanRelease(row pgx.Row) (ledger.Release, error) {
 	var r ledger.Release
 	var us int64
-	err := row.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us)
+	err := row.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us, &r.Payload)
 	r.Time = time.UnixMicro(us).UTC()
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
 	return r, err
 }
 
@@ -367,10 +370,16 @@ func spendTx(ctx context.Context, tx pgx.Tx, chain []string, rel ledger.Release,
 	if rel.Key != "" {
 		key = &rel.Key
 	}
+	var payload []byte // nil: NULL
+	if len(rel.Payload) > 0 {
+		payload = rel.Payload
+	} else {
+		rel.Payload = nil
+	}
 	if err := tx.QueryRow(ctx, `INSERT INTO dpkit_releases
-		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq`,
-		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro()).Scan(&rel.Seq); err != nil {
+		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
+		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
 		return ledger.Release{}, false, err
 	}
 	for i, id := range chain {

@@ -186,3 +186,47 @@ func TestAppendOnly(t *testing.T) {
 		t.Errorf("audit after tampering: %v, want ErrAudit", err)
 	}
 }
+
+// TestMigrateV1: a version-1 ledger (before release payloads) is migrated on open: its
+// releases keep their content with no payload, and new spends record one.
+func TestMigrateV1(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	s, err := Open(ctx, loc, &Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(s)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "m", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "a", Mechanism: "laplace"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	c, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "ALTER TABLE dpkit_releases DROP COLUMN payload; UPDATE dpkit_ledger_meta SET value = '1' WHERE name = 'schema_version'"); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version string
+	if err := c.QueryRow(ctx, "SELECT value FROM dpkit_ledger_meta WHERE name = 'schema_version'").Scan(&version); err != nil || version != "2" || SchemaVersion != 2 {
+		t.Fatalf("schema_version %q after migration (SchemaVersion %d), %v", version, SchemaVersion, err)
+	}
+	l = ledger.New(s)
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "b", Payload: []byte("answer")}); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := l.History(ctx, "m", 0, 0)
+	if err != nil || len(hist) != 2 || hist[0].Payload != nil || string(hist[1].Payload) != "answer" {
+		t.Fatalf("history after migration: %+v %v", hist, err)
+	}
+}

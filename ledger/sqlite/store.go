@@ -49,10 +49,39 @@ type Options struct {
 }
 
 // Store is a ledger.Store in one SQLite file. It is safe for concurrent use.
+//
+// Spends are group-committed: concurrent Spend calls of one process queue for a single
+// writer goroutine, which records up to MaxBatch of them in one transaction — each in
+// its own savepoint, decided in queue order against the statistics left by the ones
+// before it — and commits once (one fsync), then acknowledges each. A Spend returns
+// only after the transaction holding its release has committed.
 type Store struct {
 	db   *sql.DB
 	path string
 	mu   sync.Mutex // serialises this process's write transactions (others wait on the file lock)
+
+	qmu     sync.Mutex   // guards queue and closed
+	queue   []*spendCall // spends waiting for the writer, in arrival order
+	closed  bool
+	wake    chan struct{} // capacity 1: the queue may be non-empty
+	stopped chan struct{} // closed when the writer has exited
+	once    sync.Once
+	stmts   map[string]*sql.Stmt // spendQueries, prepared
+}
+
+// MaxBatch is the largest number of spends the writer records in one transaction.
+const MaxBatch = 256
+
+// spendCall is one Spend waiting for the writer.
+type spendCall struct {
+	chain    []string
+	rel      ledger.Release
+	decide   ledger.Decide
+	ctx      context.Context
+	got      ledger.Release
+	replayed bool
+	err      error
+	done     chan struct{}
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -90,7 +119,17 @@ func Open(ctx context.Context, file string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, classify(file, err)
 	}
-	return &Store{db: db, path: file}, nil
+	s := &Store{db: db, path: file, wake: make(chan struct{}, 1), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	for _, q := range spendQueries {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			db.Close()
+			return nil, classify(file, err)
+		}
+		s.stmts[q] = st
+	}
+	go s.writer()
+	return s, nil
 }
 
 // checkFile reports whether file is missing or empty (a new ledger), and rejects a
@@ -218,8 +257,26 @@ func classify(where string, err error) error {
 	return err
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close waits for the spends already queued to be committed, then closes the
+// database. Spends after Close fail.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.qmu.Lock()
+		s.closed = true
+		s.qmu.Unlock()
+		s.notify()
+		<-s.stopped
+	})
+	return s.db.Close()
+}
+
+// notify wakes the writer.
+func (s *Store) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Create implements ledger.Store.
 func (s *Store) Create(ctx context.Context, def ledger.Definition) error {
@@ -305,9 +362,49 @@ type querier interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
+// The statements of a spend, prepared once per connection (see preparedTx).
+const (
+	qStats         = "SELECT release_count, sum_epsilon, sum_delta, sum_epsilon_sq FROM dpkit_budgets WHERE id = ?"
+	qReleaseByKey  = "SELECT " + releaseColumns + " FROM dpkit_releases WHERE budget_id = ? AND idem_key = ?"
+	qInsertRelease = `INSERT INTO dpkit_releases
+		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	qUpdateStats = `UPDATE dpkit_budgets SET release_count = ?, sum_epsilon = ?, sum_delta = ?, sum_epsilon_sq = ? WHERE id = ?`
+)
+
+// spendQueries are the statements prepared at Open.
+var spendQueries = []string{qStats, qReleaseByKey, qInsertRelease, qUpdateStats, "SAVEPOINT spend", "ROLLBACK TO spend", "RELEASE spend"}
+
+// txq is what spendTx needs of a transaction.
+type txq interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// preparedTx runs the statements prepared at Open in tx (database/sql prepares each
+// once per connection and reuses it), others as given.
+type preparedTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := p.stmts[query]; ok {
+		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (p preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := p.stmts[query]; ok {
+		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, query, args...)
+}
+
 func stats(ctx context.Context, q querier, id string) (ledger.Stats, error) {
 	var e ledger.EncodedStats
-	err := q.QueryRowContext(ctx, "SELECT release_count, sum_epsilon, sum_delta, sum_epsilon_sq FROM dpkit_budgets WHERE id = ?", id).
+	err := q.QueryRowContext(ctx, qStats, id).
 		Scan(&e.Count, &e.SumEpsilon, &e.SumDelta, &e.SumEpsilonSq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Stats{}, fmt.Errorf("%w %q", ledger.ErrUnknownBudget, id)
@@ -324,44 +421,138 @@ func (s *Store) Stats(ctx context.Context, id string) (ledger.Stats, error) {
 	return st, s.classify(err)
 }
 
-const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us"
+const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us, payload"
 
 func scanRelease(sc interface{ Scan(...any) error }) (ledger.Release, error) {
 	var r ledger.Release
 	var us int64
-	err := sc.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us)
+	err := sc.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us, &r.Payload)
 	r.Time = time.UnixMicro(us).UTC()
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
 	return r, err
 }
 
-// Spend implements ledger.Store: one BEGIN IMMEDIATE transaction, committed with
-// synchronous=FULL before it returns.
+// Spend implements ledger.Store. The spend joins the queue of the writer goroutine,
+// which records it in a BEGIN IMMEDIATE transaction (possibly shared with other
+// spends of this process, each in its own savepoint and decided in turn), committed
+// with synchronous=FULL before Spend returns. If ctx ends while the spend waits,
+// Spend returns ctx.Err(); the spend is then skipped if it has not started, and
+// otherwise may still be recorded (as after a crash: retry with its key to learn).
 func (s *Store) Spend(ctx context.Context, chain []string, rel ledger.Release, decide ledger.Decide) (ledger.Release, bool, error) {
+	c := &spendCall{chain: chain, rel: rel, decide: decide, ctx: ctx, done: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return ledger.Release{}, false, fmt.Errorf("ledger/sqlite: %s: the store is closed", s.path)
+	}
+	s.queue = append(s.queue, c)
+	s.qmu.Unlock()
+	s.notify()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ledger.Release{}, false, ctx.Err()
+	}
+	if c.err != nil {
+		return ledger.Release{}, false, s.classify(c.err)
+	}
+	return c.got, c.replayed, nil
+}
+
+// writer records the queued spends, a batch at a time, until the store is closed and
+// the queue is empty.
+func (s *Store) writer() {
+	defer close(s.stopped)
+	for {
+		s.qmu.Lock()
+		n := min(len(s.queue), MaxBatch)
+		batch := make([]*spendCall, n)
+		copy(batch, s.queue)
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		closed := s.closed
+		s.qmu.Unlock()
+		switch {
+		case n > 0:
+			s.commit(batch)
+		case closed:
+			return
+		default:
+			<-s.wake
+		}
+	}
+}
+
+// commit records batch in one transaction and acknowledges each spend after the
+// commit (or fails every spend of the batch that did not fail on its own).
+func (s *Store) commit(batch []*spendCall) {
+	live := make([]*spendCall, 0, len(batch))
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := s.runBatch(live)
+	s.mu.Unlock()
+	for _, c := range live {
+		if err != nil && c.err == nil {
+			c.got, c.replayed, c.err = ledger.Release{}, false, err
+		}
+		close(c.done)
+	}
+}
+
+// runBatch does the transaction of commit. The statements do not use the callers'
+// contexts: interrupting one statement would roll back the whole transaction.
+func (s *Store) runBatch(calls []*spendCall) error {
+	ctx := context.Background()
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return ledger.Release{}, false, s.classify(err)
+		return err
 	}
-	defer tx.Rollback()
-	got, replayed, err := spendTx(ctx, tx, chain, rel, decide)
-	if err != nil || replayed {
-		return got, replayed, s.classify(err)
+	defer sqlTx.Rollback()
+	tx := preparedTx{sqlTx, s.stmts}
+	if len(calls) == 1 { // no savepoint needed: a failure rolls back the transaction
+		c := calls[0]
+		c.got, c.replayed, c.err = spendTx(ctx, tx, c.chain, c.rel, c.decide)
+		if c.err != nil {
+			return nil
+		}
+		return sqlTx.Commit()
 	}
-	if err := tx.Commit(); err != nil {
-		return ledger.Release{}, false, s.classify(err)
+	for _, c := range calls {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT spend"); err != nil {
+			return err
+		}
+		c.got, c.replayed, c.err = spendTx(ctx, tx, c.chain, c.rel, c.decide)
+		if c.err != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO spend"); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE spend"); err != nil {
+			return err
+		}
 	}
-	return got, false, nil
+	return sqlTx.Commit()
 }
 
 // spendTx does the work of Spend inside tx (also used by the tests to preload a
 // large history in one transaction).
-func spendTx(ctx context.Context, tx *sql.Tx, chain []string, rel ledger.Release, decide ledger.Decide) (ledger.Release, bool, error) {
+func spendTx(ctx context.Context, tx txq, chain []string, rel ledger.Release, decide ledger.Decide) (ledger.Release, bool, error) {
 	if len(chain) == 0 || chain[len(chain)-1] != rel.Budget {
 		return ledger.Release{}, false, fmt.Errorf("ledger/sqlite: chain %q does not end with budget %q", chain, rel.Budget)
 	}
 	if rel.Key != "" {
-		got, err := scanRelease(tx.QueryRowContext(ctx, "SELECT "+releaseColumns+" FROM dpkit_releases WHERE budget_id = ? AND idem_key = ?", rel.Budget, rel.Key))
+		got, err := scanRelease(tx.QueryRowContext(ctx, qReleaseByKey, rel.Budget, rel.Key))
 		if err == nil {
 			return got, true, nil
 		}
@@ -381,19 +572,22 @@ func spendTx(ctx context.Context, tx *sql.Tx, chain []string, rel ledger.Release
 	if err != nil {
 		return ledger.Release{}, false, err
 	}
-	var key any
+	var key, payload any
 	if rel.Key != "" {
 		key = rel.Key
 	}
-	if err := tx.QueryRowContext(ctx, `INSERT INTO dpkit_releases
-		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro()).Scan(&rel.Seq); err != nil {
+	if len(rel.Payload) > 0 {
+		payload = rel.Payload
+	} else {
+		rel.Payload = nil
+	}
+	if err := tx.QueryRowContext(ctx, qInsertRelease,
+		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
 		return ledger.Release{}, false, err
 	}
 	for i, id := range chain {
 		e := next[i].Encode()
-		if _, err := tx.ExecContext(ctx, `UPDATE dpkit_budgets SET release_count = ?, sum_epsilon = ?, sum_delta = ?, sum_epsilon_sq = ? WHERE id = ?`,
+		if _, err := tx.ExecContext(ctx, qUpdateStats,
 			e.Count, e.SumEpsilon, e.SumDelta, e.SumEpsilonSq, id); err != nil {
 			return ledger.Release{}, false, err
 		}

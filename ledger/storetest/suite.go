@@ -1,12 +1,14 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"reflect"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +31,8 @@ func Run(t *testing.T, h Harness) {
 		{"AdaptiveBasicExact", testAdaptiveBasic},
 		{"AdaptiveAdvanced", testAdaptiveAdvanced},
 		{"Idempotency", testIdempotency},
+		{"Payload", testPayload},
+		{"StatusAfter", testStatusAfter},
 		{"BadInput", testBadInput},
 		{"SubBudgets", testSubBudgets},
 		{"Reopen", testReopen},
@@ -402,6 +406,120 @@ func testIdempotency(t *testing.T, h Harness) {
 		t.Errorf("same key on another budget: %+v, %v", r, err)
 	}
 	mustAudit(t, l, "a", 2)
+}
+
+// testPayload: a release's payload is recorded with it, binary-safe, returned by the
+// receipt and the history; a replay returns the first payload whatever the retry
+// carries; a refused spend records nothing; an oversized payload is a ParamError.
+func testPayload(t *testing.T, h Harness) {
+	ctx := context.Background()
+	l, _, _ := open(t, h)
+	mustCreate(t, l, ledger.Spec{ID: "p", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}})
+	binary := make([]byte, 512)
+	for i := range binary {
+		binary[i] = byte(i) // every byte value, NUL included, twice
+	}
+	req := ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.5}, Mechanism: "m", Key: "k1", Payload: binary}
+	first, err := l.Spend(ctx, req)
+	if err != nil || first.Replayed || !bytes.Equal(first.Release.Payload, binary) {
+		t.Fatalf("spend with a payload: %v, %v", first.Release.Payload, err)
+	}
+	retry := req
+	retry.Payload = []byte(`{"another":"answer"}`)
+	again, err := l.Spend(ctx, retry)
+	if err != nil || !again.Replayed || !bytes.Equal(again.Release.Payload, binary) {
+		t.Fatalf("replay with another payload: %+v, %v; want the first payload", again, err)
+	}
+	none, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "k2", Payload: []byte{}})
+	if err != nil || none.Release.Payload != nil {
+		t.Fatalf("spend with an empty payload: %+v, %v; want a nil payload", none, err)
+	}
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.5}, Key: "k3", Payload: []byte("refused")}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Fatalf("over budget: %v", err)
+	}
+	var pe *dpkit.ParamError
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.1}, Payload: make([]byte, ledger.MaxPayloadLen+1)}); !errors.As(err, &pe) || pe.Name != "payload" {
+		t.Fatalf("oversized payload: %v, want a *dpkit.ParamError naming payload", err)
+	}
+	hist, err := l.History(ctx, "p", 0, 0)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history: %d releases, %v; want 2", len(hist), err)
+	}
+	if !bytes.Equal(hist[0].Payload, binary) || hist[1].Payload != nil || hist[0].Key != "k1" || hist[1].Key != "k2" {
+		t.Errorf("history payloads %q, %q", hist[0].Payload, hist[1].Payload)
+	}
+	mustAudit(t, l, "p", 2)
+}
+
+// testStatusAfter: Ledger.StatusAfter of a receipt is the status right after its
+// release: equal to Status read at once when spends are sequential; and, with 16
+// goroutines spending concurrently, the receipts ordered by Seq see the release counts
+// 1, 2, …, n — every spend was decided after exactly the releases committed before it.
+func testStatusAfter(t *testing.T, h Harness) {
+	ctx := context.Background()
+	l, _, _ := open(t, h)
+	d := mustCreate(t, l, ledger.Spec{ID: "f", Total: dpkit.Budget{Epsilon: 1, Delta: 1e-6}, Policy: ledger.Policy{Kind: ledger.Fixed, Releases: 48}})
+	cost := *d.Policy.PerRelease
+	var early ledger.Receipt
+	var earlyStatus ledger.Status
+	for i := range 3 {
+		rc := mustSpend(t, l, "f", cost.Epsilon, cost.Delta)
+		got, err := l.StatusAfter(ctx, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := status(t, l, "f"); !reflect.DeepEqual(got, want) || got.Releases != int64(i+1) {
+			t.Fatalf("StatusAfter %+v, Status %+v", got, want)
+		}
+		if i == 0 {
+			early, earlyStatus = rc, got
+		}
+	}
+	if got, _ := l.StatusAfter(ctx, early); !reflect.DeepEqual(got, earlyStatus) {
+		t.Errorf("StatusAfter of the first receipt later: %+v, want %+v", got, earlyStatus)
+	}
+	var mu sync.Mutex
+	var receipts []ledger.Receipt
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				rc, err := spend(l, "f", cost.Epsilon, cost.Delta)
+				if errors.Is(err, ledger.ErrBudgetExceeded) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				receipts = append(receipts, rc)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(receipts) != 45 {
+		t.Fatalf("%d concurrent spends accepted, want 45", len(receipts))
+	}
+	sort.Slice(receipts, func(i, j int) bool { return receipts[i].Release.Seq < receipts[j].Release.Seq })
+	for i, rc := range receipts {
+		st, err := l.StatusAfter(ctx, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Releases != int64(4+i) {
+			t.Fatalf("receipt seq %d: StatusAfter counts %d releases, want %d", rc.Release.Seq, st.Releases, 4+i)
+		}
+	}
+	// A replayed receipt: the current status.
+	rc, err := l.Spend(ctx, ledger.Request{Budget: "f", Cost: cost, Key: "x"})
+	if !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Fatalf("spend on the exhausted budget: %+v %v", rc, err)
+	}
+	if st, err := l.StatusAfter(ctx, ledger.Receipt{Release: receipts[0].Release, Replayed: true}); err != nil || st.Releases != 48 {
+		t.Errorf("StatusAfter of a replayed receipt: %+v %v, want the current status (48 releases)", st, err)
+	}
 }
 
 func testBadInput(t *testing.T, h Harness) {

@@ -1,0 +1,3 @@
+-- dpkit ledger schema, version 2 (PostgreSQL): an optional opaque payload recorded with
+-- each release in the transaction that records it (e.g. the answer the release published).
+ALTER TABLE dpkit_releases ADD COLUMN payload bytea;
