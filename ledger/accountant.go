@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/pld"
 )
 
 // Accountant decides spends for one budget from its sufficient statistics: the
@@ -50,7 +51,15 @@ func NewAccountant(total dpkit.Budget, p Policy) (Accountant, error) {
 		}
 		return &fixedAccountant{total: total, k: p.Releases, slot: *p.PerRelease}, nil
 	case Plan:
-		return &planAccountant{total: total, plan: p.Plan}, nil
+		a := &planAccountant{total: total, plan: p.Plan}
+		if p.PlanMechanisms != nil {
+			ms, err := planMechanisms(p.PlanMechanisms)
+			if err != nil {
+				return nil, err
+			}
+			a.mechs, a.names = ms, p.PlanMechanisms
+		}
+		return a, nil
 	case Adaptive:
 		switch p.Filter {
 		case BasicFilter:
@@ -130,6 +139,27 @@ func spentOf(ms []compose.Mech, total dpkit.Budget) (float64, float64, error) {
 type planAccountant struct {
 	total dpkit.Budget
 	plan  []dpkit.Budget
+	mechs []pld.Mechanism // per slot, nil when the slot names none; nil when none do
+	names []string
+}
+
+// releaseCharger is an Accountant that also checks the release's description (the
+// mechanism a planned slot must run).
+type releaseCharger interface {
+	ChargeRelease(st Stats, r Release) (dpkit.Budget, error)
+}
+
+// ChargeRelease is Charge, and for a slot that names a mechanism, a check that the
+// release runs exactly that mechanism: the plan was accounted by its privacy loss
+// distribution, which says nothing of another mechanism with the same (ε, δ).
+func (a *planAccountant) ChargeRelease(st Stats, r Release) (dpkit.Budget, error) {
+	if n := st.Count; a.mechs != nil && n < int64(len(a.plan)) && a.mechs[n] != nil {
+		it, err := pld.ParseMechanism(r.Mechanism)
+		if err != nil || it.Count != 1 || it.Mechanism != a.mechs[n] {
+			return dpkit.Budget{}, exceeded("plan", r.Cost, fmt.Sprintf("the next planned release (#%d) must run %q (got %q)", n+1, a.names[n], r.Mechanism), a.Remaining(st, r.Cost))
+		}
+	}
+	return a.Charge(st, r.Cost)
 }
 
 func (a *planAccountant) Charge(st Stats, c dpkit.Budget) (dpkit.Budget, error) {
@@ -147,7 +177,34 @@ func (a *planAccountant) Spent(st Stats) (float64, float64, error) {
 	if st.Count == 0 {
 		return 0, 0, nil
 	}
-	return spentOf(slotMechs(a.plan[:min(st.Count, int64(len(a.plan)))]), a.total)
+	n := min(st.Count, int64(len(a.plan)))
+	if a.mechs != nil {
+		return pldSpent(a.plan[:n], a.names[:n], a.total)
+	}
+	return spentOf(slotMechs(a.plan[:n]), a.total)
+}
+
+// pldSpent is spentOf for a plan with named mechanisms: the certified upper ε at the
+// total δ and δ at the total ε of the slots used, by their privacy loss distributions.
+func pldSpent(plan []dpkit.Budget, names []string, total dpkit.Budget) (float64, float64, error) {
+	items, err := pldItems(plan, names)
+	if err != nil {
+		return 0, 0, err
+	}
+	opts := &pld.Options{}
+	if total.Delta > 0 && total.Delta < 1 {
+		opts.Delta = total.Delta
+	}
+	c, err := pld.Compose(items, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	e, _, err := c.Epsilon(total.Delta)
+	if err != nil {
+		return 0, 0, err
+	}
+	d, _, err := c.Delta(total.Epsilon)
+	return e, d, err
 }
 
 func (a *planAccountant) Remaining(st Stats, c dpkit.Budget) Remaining {

@@ -196,7 +196,7 @@ func (l *Ledger) Spend(ctx context.Context, req Request) (Receipt, error) {
 		}
 		out := make([]Stats, len(chain))
 		for i, b := range chain {
-			charged, err := b.acc.Charge(stats[i], req.Cost)
+			charged, err := charge(b.acc, stats[i], rel)
 			if err != nil {
 				var ex *BudgetExceededError
 				if errors.As(err, &ex) {
@@ -224,6 +224,15 @@ func (l *Ledger) Spend(ctx context.Context, req Request) (Receipt, error) {
 		return Receipt{Release: got, Replayed: true}, nil
 	}
 	return Receipt{Release: got, after: &after}, nil
+}
+
+// charge asks acc to charge release r: with the release's description where the
+// accountant checks it (a planned mechanism), else by its cost.
+func charge(acc Accountant, st Stats, r Release) (dpkit.Budget, error) {
+	if rc, ok := acc.(releaseCharger); ok {
+		return rc.ChargeRelease(st, r)
+	}
+	return acc.Charge(st, r.Cost)
 }
 
 // StatusAfter returns the status of the budget rc was spent on right after rc's
@@ -358,7 +367,7 @@ func (l *Ledger) Audit(ctx context.Context, id string) (AuditReport, error) {
 	st := ZeroStats()
 	charged := make([]dpkit.Budget, 0, len(rels))
 	for _, r := range rels {
-		c, err := b.acc.Charge(st, r.Cost)
+		c, err := charge(b.acc, st, r)
 		if err != nil {
 			return AuditReport{}, fmt.Errorf("%w: budget %q: release seq %d would be refused on replay: %v", ErrAudit, id, r.Seq, err)
 		}
@@ -368,7 +377,16 @@ func (l *Ledger) Audit(ctx context.Context, id string) (AuditReport, error) {
 	if !st.Equal(recorded) {
 		return AuditReport{}, fmt.Errorf("%w: budget %q: recorded statistics %+v differ from the replayed %+v", ErrAudit, id, recorded.Encode(), st.Encode())
 	}
-	if b.def.Policy.Kind != Adaptive && len(charged) > 0 {
+	if pol := b.def.Policy; pol.Kind == Plan && pol.PlanMechanisms != nil && len(charged) > 0 {
+		// Recompose the used slots by their mechanisms' privacy loss distributions.
+		e, err := pldPlanEpsilon(charged, pol.PlanMechanisms[:len(charged)], b.def.Total.Delta)
+		if err != nil {
+			return AuditReport{}, err
+		}
+		if e > b.def.Total.Epsilon {
+			return AuditReport{}, fmt.Errorf("%w: budget %q: the used slots compose (by their PLDs) to ε=%g > %g at δ=%g", ErrAudit, id, e, b.def.Total.Epsilon, b.def.Total.Delta)
+		}
+	} else if b.def.Policy.Kind != Adaptive && len(charged) > 0 {
 		r, err := compose.Delta(slotMechs(charged), b.def.Total.Epsilon, nil)
 		if err != nil {
 			return AuditReport{}, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/pld"
 )
 
 // Kind names a budget's accounting policy (docs/design.md, key idea 3).
@@ -79,6 +80,13 @@ type Policy struct {
 
 	// Plan is the declared list of per-release costs of a plan budget, consumed in order.
 	Plan []dpkit.Budget `json:"plan,omitempty"`
+	// PlanMechanisms optionally names, slot by slot (same length as Plan, "" for none),
+	// the mechanism each planned release runs, in the text form of pld.ParseMechanism
+	// (count 1), e.g. "gaussian:sigma=100,sensitivity=1". When any slot names one, the
+	// plan is accounted by the mechanisms' privacy loss distributions (package pld: the
+	// certified upper curve), which is far tighter than their (ε, δ); a release for such
+	// a slot must name the same mechanism. Plan[i] stays the slot's (ε, δ) cost limit.
+	PlanMechanisms []string `json:"plan_mechanisms,omitempty"`
 
 	// Filter is the privacy filter of an adaptive budget.
 	Filter Filter `json:"filter,omitempty"`
@@ -143,6 +151,22 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 				return Policy{}, err
 			}
 		}
+		if p.PlanMechanisms != nil {
+			if len(p.PlanMechanisms) != len(p.Plan) {
+				return Policy{}, &dpkit.ParamError{Name: "plan mechanisms", Value: len(p.PlanMechanisms), Want: fmt.Sprintf("one entry per plan slot (%d)", len(p.Plan))}
+			}
+			if _, err := planMechanisms(p.PlanMechanisms); err != nil {
+				return Policy{}, err
+			}
+			e, err := pldPlanEpsilon(p.Plan, p.PlanMechanisms, total.Delta)
+			if err != nil {
+				return Policy{}, err
+			}
+			if e > total.Epsilon {
+				return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (by their privacy loss distributions) to ε ≤ %g at δ=%g, above the total ε=%g", len(p.Plan), e, total.Delta, total.Epsilon)}
+			}
+			return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...), PlanMechanisms: append([]string(nil), p.PlanMechanisms...)}, nil
+		}
 		ms := slotMechs(p.Plan)
 		r, err := compose.Delta(ms, total.Epsilon, nil)
 		if err != nil {
@@ -191,6 +215,61 @@ func slotMechs(costs []dpkit.Budget) []compose.Mech {
 		ms[i] = compose.Mech{Epsilon: c.Epsilon, Delta: c.Delta, Count: 1}
 	}
 	return compose.Group(ms)
+}
+
+// planMechanisms parses the named mechanisms of a plan ("" → nil).
+func planMechanisms(names []string) ([]pld.Mechanism, error) {
+	out := make([]pld.Mechanism, len(names))
+	for i, s := range names {
+		if s == "" {
+			continue
+		}
+		it, err := pld.ParseMechanism(s)
+		if err != nil {
+			return nil, fmt.Errorf("plan mechanisms[%d]: %w", i, err)
+		}
+		if it.Count != 1 {
+			return nil, &dpkit.ParamError{Name: fmt.Sprintf("plan mechanisms[%d].count", i), Value: it.Count, Want: "1 (one mechanism per slot)"}
+		}
+		out[i] = it.Mechanism
+	}
+	return out, nil
+}
+
+// pldItems is the workload of the first slots of a plan with named mechanisms: each
+// slot's mechanism, or its (ε, δ) pair when it names none.
+func pldItems(plan []dpkit.Budget, names []string) ([]pld.Item, error) {
+	ms, err := planMechanisms(names)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]pld.Item, 0, len(plan))
+	for i, c := range plan {
+		m := ms[i]
+		if m == nil {
+			m = pld.EpsilonDelta{Epsilon: c.Epsilon, Delta: c.Delta}
+		}
+		items = append(items, pld.Item{Mechanism: m, Count: 1})
+	}
+	return items, nil
+}
+
+// pldPlanEpsilon returns the certified upper ε at total δ of the plan's slots.
+func pldPlanEpsilon(plan []dpkit.Budget, names []string, delta float64) (float64, error) {
+	items, err := pldItems(plan, names)
+	if err != nil {
+		return 0, err
+	}
+	opts := &pld.Options{}
+	if delta > 0 && delta < 1 {
+		opts.Delta = delta
+	}
+	c, err := pld.Compose(items, opts)
+	if err != nil {
+		return 0, err
+	}
+	e, _, err := c.Epsilon(delta)
+	return e, err
 }
 
 // fits reports c ≤ slot in both ε and δ.

@@ -97,6 +97,9 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		g.Count += it.Count
 		groups[key] = g
 	}
+	// Σ Count·μ_i² is summed in float64 (n roundings): round it up so that the merged μ,
+	// and every value read off it, is never below the exact one.
+	mu2 *= 1 + 2*u*float64(len(items)+2)
 	c := &Composition{tol: o.Tolerance, opts: o}
 	logKeep := 0.0
 	for _, g := range groups {
@@ -113,7 +116,7 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	// Rounded up: the floor only caps upper values, so it must not be below the truth.
 	c.floor = math.Min(1, -math.Expm1(logKeep)*(1+1e-12))
 	if len(groups) == 0 {
-		c.mu = math.Sqrt(mu2)
+		c.mu = math.Sqrt(mu2) * (1 + 2*u)
 		return c, nil
 	}
 	list := make([]Item, 0, len(groups)+1)
