@@ -14,7 +14,7 @@ import (
 )
 
 // A plan of 100 Gaussian releases (σ = 40, sensitivity 1) within (ε = 2, δ = 1e-6):
-// their privacy loss distributions compose to μ = 0.25 Gaussian DP, ε(1e-6) ≈ 1.23
+// their privacy loss distributions compose to μ = 0.25 Gaussian DP, ε(1e-6) ≈ 1.061
 // (closed form, pld.GaussianEpsilon), so the plan fits; the same slots described only by
 // their (ε, δ) = (0.25, 1e-20) would not (exact KOV composition: ε = 13.93 > 2).
 func TestPlanWithMechanisms(t *testing.T) {
