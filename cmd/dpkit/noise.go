@@ -112,6 +112,26 @@ type noiseReport struct {
 	Delta       float64    `json:"delta"`
 }
 
+// floatMechanism is what dpkit noise needs of a mechanism releasing a float64 value
+// (mechanism.Laplace, Gaussian, Staircase).
+type floatMechanism interface {
+	Release(value float64, src noise.Source) (float64, error)
+	Interval(beta float64) (float64, error)
+	Granularity() float64
+}
+
+// releaseFloats fills r.Values with independent releases of v by m and r.Granularity
+// with m's, and returns the half-width of the 95% interval of m's noise.
+func (r *noiseReport) releaseFloats(m floatMechanism, v float64, src noise.Source) (half float64, err error) {
+	for i := range r.Values {
+		if r.Values[i], err = m.Release(v, src); err != nil {
+			return 0, err
+		}
+	}
+	r.Granularity = m.Granularity()
+	return m.Interval(0.05)
+}
+
 // Run releases the value.
 func (c *noiseCommand) Run(_ context.Context, args []string) error {
 	if len(args) == 0 {
@@ -147,25 +167,19 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		for i := range r.Values {
-			if r.Values[i], err = m.Release(c.value.value, src); err != nil {
-				return err
-			}
+		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+			return err
 		}
-		half, _ = m.Interval(0.05)
-		r.Scale, r.Granularity = m.NoiseScale(), m.Granularity()
+		r.Scale = m.NoiseScale()
 	case "gaussian":
 		m, err := mechanism.NewGaussian(mechanism.GaussianOptions{Epsilon: c.eps.value, Delta: c.delta.value, Sensitivity: c.sens.value})
 		if err != nil {
 			return err
 		}
-		for i := range r.Values {
-			if r.Values[i], err = m.Release(c.value.value, src); err != nil {
-				return err
-			}
+		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+			return err
 		}
-		half, _ = m.Interval(0.05)
-		r.Scale, r.Granularity, r.Delta = m.Sigma(), m.Granularity(), c.delta.value
+		r.Scale, r.Delta = m.Sigma(), c.delta.value
 	case "geometric":
 		v, s := c.value.value, c.sens.value
 		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
@@ -189,13 +203,10 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		for i := range r.Values {
-			if r.Values[i], err = m.Release(c.value.value, src); err != nil {
-				return err
-			}
+		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+			return err
 		}
-		half, _ = m.Interval(0.05)
-		r.Scale, r.Granularity = m.Scale(), m.Granularity()
+		r.Scale = m.Scale()
 	default:
 		return usagef("unknown KIND %q: want laplace, gaussian, geometric or staircase", kind)
 	}

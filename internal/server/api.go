@@ -50,11 +50,21 @@ type DatasetSpec struct {
 }
 
 // CreateDatasetRequest is the body of POST /v1/datasets: the spec and exactly one of
-// "csv" (the CSV text, header first) and "path" (a CSV file on the server).
+// "csv" (the CSV text, header first), "path" (a CSV file on the server) and "table" (a
+// PostgreSQL table, snapshotted at registration).
 type CreateDatasetRequest struct {
 	DatasetSpec
-	CSV  string `json:"csv,omitempty"`
-	Path string `json:"path,omitempty"`
+	CSV   string       `json:"csv,omitempty"`
+	Path  string       `json:"path,omitempty"`
+	Table *TableSource `json:"table,omitempty"`
+}
+
+// TableSource names a PostgreSQL table (or view) to register as a dataset: the URL of its
+// database and its name, "schema.table" or "table" (taken literally, case-sensitive).
+// Only the declared columns are read, once, at registration (see snapshotTable).
+type TableSource struct {
+	URL  string `json:"url"`
+	Name string `json:"name"`
 }
 
 // DatasetInfo describes a dataset to its readers: never its rows.
@@ -64,7 +74,7 @@ type DatasetInfo struct {
 	PrivacyUnit *UnitSpec             `json:"privacy_unit,omitempty"`
 	Budget      dpkit.Budget          `json:"budget"`
 	Policy      PolicySpec            `json:"policy"`
-	Source      string                `json:"source,omitempty"` // "csv" or the path; admins only
+	Source      string                `json:"source,omitempty"` // "csv", the path or the table's origin; admins only
 }
 
 // QueryRequest is the body of POST /v1/datasets/{name}/query.
@@ -257,9 +267,13 @@ func domainText(v any) (string, error) {
 func (s *DatasetSpec) info(rec DatasetRecord, admin bool) DatasetInfo {
 	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy}
 	if admin {
-		d.Source = "csv"
-		if rec.Path != "" {
+		switch {
+		case rec.Path != "":
 			d.Source = rec.Path
+		case rec.Origin != "":
+			d.Source = rec.Origin
+		default:
+			d.Source = "csv"
 		}
 	}
 	return d

@@ -15,7 +15,9 @@
 //	GET    /                                   the web page (static, embedded)
 //	GET    /v1/whoami                         the caller's key: id, name, role
 //	GET    /v1/datasets                       datasets the caller may see
-//	POST   /v1/datasets                       register a dataset (admin) → 201
+//	POST   /v1/datasets                       register a dataset (admin) → 201: from CSV
+//	                                          text, a CSV file, or a PostgreSQL table
+//	                                          (snapshotted at registration)
 //	GET    /v1/datasets/{name}                its schema, budget and policy (never rows)
 //	POST   /v1/datasets/{name}/query          run a query → noisy answer, ci95, cost
 //	GET    /v1/datasets/{name}/budget         total, spent, releases, remaining queries

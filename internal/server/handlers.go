@@ -21,6 +21,34 @@ import (
 // Handlers stay thin: authenticate, decode, call the store / ledger / query layer,
 // encode. Every error goes through writeError (one JSON shape).
 
+// authAdmin authenticates r and requires an admin key (403 otherwise).
+func (s *Server) authAdmin(r *http.Request) (principal, error) {
+	p, err := s.authenticate(r)
+	if err == nil && !p.admin() {
+		err = errAdminOnly
+	}
+	return p, err
+}
+
+// adminBody authenticates r as an admin's request and decodes its JSON body into v.
+func (s *Server) adminBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if _, err := s.authAdmin(r); err != nil {
+		return err
+	}
+	return s.decode(w, r, v)
+}
+
+// authDataset authenticates r and returns the dataset named by the path's {name} as the
+// caller may see it (see lookup).
+func (s *Server) authDataset(r *http.Request) (principal, *dataset, error) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		return p, nil, err
+	}
+	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
+	return p, d, err
+}
+
 func (s *Server) listDatasets(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.authenticate(r)
 	if err != nil {
@@ -49,11 +77,7 @@ func (s *Server) listDatasets(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getDataset(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
+	p, d, err := s.authDataset(r)
 	if err != nil {
 		return err
 	}
@@ -62,15 +86,8 @@ func (s *Server) getDataset(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	if !p.admin() {
-		return errAdminOnly
-	}
 	var req CreateDatasetRequest
-	if err := s.decode(w, r, &req); err != nil {
+	if err := s.adminBody(w, r, &req); err != nil {
 		return err
 	}
 	info, err := s.Register(r.Context(), req)
@@ -82,7 +99,7 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) error {
 }
 
 // Register validates and registers a dataset: it loads the data (so that malformed CSV is
-// reported now), creates the dataset's budget in the ledger, and records the dataset.
+// reported now; a PostgreSQL table is read into a snapshot, see snapshotTable), creates the dataset's budget in the ledger, and records the dataset.
 // A dataset name is never reused: registering an existing name fails with ErrExists, so
 // a budget can never be reset by registering its dataset again.
 func (s *Server) Register(ctx context.Context, req CreateDatasetRequest) (DatasetInfo, error) {
@@ -94,8 +111,8 @@ func (s *Server) Register(ctx context.Context, req CreateDatasetRequest) (Datase
 	rec := DatasetRecord{Name: spec.Name, CSV: req.CSV, Path: req.Path, Created: time.Now().UTC()}
 	var table Table
 	switch {
-	case (req.CSV == "") == (req.Path == ""):
-		return DatasetInfo{}, &dpkit.ParamError{Name: "csv", Value: "", Want: `exactly one of "csv" (CSV text) and "path" (a CSV file on the server)`}
+	case countSet(req.CSV != "", req.Path != "", req.Table != nil) != 1:
+		return DatasetInfo{}, &dpkit.ParamError{Name: "csv", Value: "", Want: `exactly one of "csv" (CSV text), "path" (a CSV file on the server) and "table" (a PostgreSQL table)`}
 	case req.Path != "":
 		f, err := os.Open(req.Path)
 		if err != nil {
@@ -107,7 +124,13 @@ func (s *Server) Register(ctx context.Context, req CreateDatasetRequest) (Datase
 			return DatasetInfo{}, err
 		}
 	default:
-		if table, err = s.engine.Load(schema, strings.NewReader(req.CSV)); err != nil {
+		if req.Table != nil {
+			// A snapshot, stored and loaded as CSV text like "csv" (see snapshotTable).
+			if rec.CSV, rec.Origin, err = snapshotTable(ctx, *req.Table, schema); err != nil {
+				return DatasetInfo{}, err
+			}
+		}
+		if table, err = s.engine.Load(schema, strings.NewReader(rec.CSV)); err != nil {
 			return DatasetInfo{}, err
 		}
 	}
@@ -135,12 +158,23 @@ func (s *Server) Register(ctx context.Context, req CreateDatasetRequest) (Datase
 	if err := s.store.AddDataset(ctx, rec); err != nil {
 		return DatasetInfo{}, err
 	}
+	rec.CSV = "" // loaded already; the store keeps it
 	d := &dataset{spec: spec, rec: rec, schema: schema, table: table}
-	d.once.Do(func() {})
 	s.mu.Lock()
 	s.data[spec.Name] = d
 	s.mu.Unlock()
 	return spec.info(rec, true), nil
+}
+
+// countSet returns how many of its arguments are true.
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // maxIdempotencyKey bounds the length of an idempotency key.
@@ -165,11 +199,7 @@ func randomKey() string {
 }
 
 func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
+	p, d, err := s.authDataset(r)
 	if err != nil {
 		return err
 	}
@@ -233,7 +263,7 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 			return nil, &dpkit.ParamError{Name: "epsilon", Value: "set", Want: "absent: the dataset's fixed policy sets the cost of every query"}
 		}
 	}
-	table, err := s.table(d)
+	table, err := s.table(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -337,16 +367,18 @@ func sameCost(a Answer, req QueryRequest) bool {
 	return eq(a.Epsilon, req.Epsilon) && eq(a.Delta, d)
 }
 
+// datasetStatus authenticates r and returns the budget status of the dataset named by
+// the path's {name}.
+func (s *Server) datasetStatus(r *http.Request) (Status, error) {
+	_, d, err := s.authDataset(r)
+	if err != nil {
+		return Status{}, err
+	}
+	return s.ledger.Status(r.Context(), d.spec.Name)
+}
+
 func (s *Server) budget(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	st, err := s.ledger.Status(r.Context(), d.spec.Name)
+	st, err := s.datasetStatus(r)
 	if err != nil {
 		return err
 	}
@@ -355,11 +387,7 @@ func (s *Server) budget(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) releases(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
+	_, d, err := s.authDataset(r)
 	if err != nil {
 		return err
 	}
@@ -412,15 +440,7 @@ func (s *Server) releases(w http.ResponseWriter, r *http.Request) error {
 const curvePoints = 121
 
 func (s *Server) curve(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	st, err := s.ledger.Status(r.Context(), d.spec.Name)
+	st, err := s.datasetStatus(r)
 	if err != nil {
 		return err
 	}
@@ -483,12 +503,9 @@ func (s *Server) ungrant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setGrant(w http.ResponseWriter, r *http.Request, on bool) error {
-	p, err := s.authenticate(r)
+	p, err := s.authAdmin(r)
 	if err != nil {
 		return err
-	}
-	if !p.admin() {
-		return errAdminOnly
 	}
 	d, err := s.lookup(r.Context(), p, r.PathValue("name"))
 	if err != nil {
@@ -524,12 +541,8 @@ func (s *Server) keyExists(ctx context.Context, id string) bool {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
+	if _, err := s.authAdmin(r); err != nil {
 		return err
-	}
-	if !p.admin() {
-		return errAdminOnly
 	}
 	keys, err := s.store.Keys(r.Context())
 	if err != nil {
@@ -543,15 +556,8 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	if !p.admin() {
-		return errAdminOnly
-	}
 	var req CreateKeyRequest
-	if err := s.decode(w, r, &req); err != nil {
+	if err := s.adminBody(w, r, &req); err != nil {
 		return err
 	}
 	if req.Role != Admin && req.Role != Analyst {
@@ -578,12 +584,9 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
+	p, err := s.authAdmin(r)
 	if err != nil {
 		return err
-	}
-	if !p.admin() {
-		return errAdminOnly
 	}
 	id := r.PathValue("id")
 	if id == p.ID {

@@ -86,11 +86,13 @@ func TestPostgres(t *testing.T) {
 		{"Curve", testCurve},
 		{"ConcurrentClients", testConcurrentClients},
 		{"LegacyAnswers", testLegacyAnswers},
+		{"TableDataset", testTableDataset},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnvAt(t, newSchema(t))) })
 	}
 	t.Run("Restart", func(t *testing.T) { testRestart(t, newSchema(t)) })
 	t.Run("Migrations", func(t *testing.T) { testMigrations(t, newSchema(t)) })
+	t.Run("MigrateV1", func(t *testing.T) { testMigrateV1(t, newSchema(t)) })
 }
 
 // TestMigrations: opening the store applies every migration once and records it;
@@ -157,6 +159,36 @@ func testMigrations(t *testing.T, db string) {
 			st2.Close()
 		}
 		t.Fatalf("a schema from a newer dpkit: %v, want a refusal", err)
+	}
+}
+
+// TestMigrateV1: a database of the service's schema version 1 is migrated on open.
+func TestMigrateV1(t *testing.T) { testMigrateV1(t, filepath.Join(t.TempDir(), "v1.db")) }
+
+// testMigrateV1: a database of schema version 1 (datasets without an origin) is brought
+// to the latest version on open, keeping its datasets, which still answer queries.
+func testMigrateV1(t *testing.T, db string) {
+	ctx := context.Background()
+	e := newEnvAt(t, db)
+	before := e.must(200, "POST", "/v1/datasets/flu/query", e.analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
+	// Back to version 1: the table as migration 001 made it.
+	for _, stmt := range []string{"ALTER TABLE server_datasets DROP COLUMN origin", "DELETE FROM server_migrations WHERE version > 1"} {
+		if _, err := e.srv.store.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2 := newEnvAt(t, db)
+	var n int
+	if err := e2.srv.store.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM server_migrations").Scan(&n); err != nil || n != migrations.Latest() || n < 2 {
+		t.Fatalf("%d migrations recorded after reopening, %v; want %d", n, err, migrations.Latest())
+	}
+	recs, err := e2.srv.store.Datasets(ctx)
+	if err != nil || len(recs) != 2 || recs[0].Origin != "" {
+		t.Fatalf("datasets after migration: %+v %v", recs, err)
+	}
+	after := e2.must(200, "POST", "/v1/datasets/flu/query", e2.analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
+	if after["release"].(float64) != before["release"].(float64)+1 {
+		t.Fatalf("release after migration: %v, before %v", after, before)
 	}
 }
 

@@ -56,9 +56,8 @@ type dataset struct {
 	rec    DatasetRecord
 	schema query.Schema
 
-	once  sync.Once
-	table Table
-	err   error
+	mu    sync.Mutex // guards table
+	table Table      // nil until loaded
 }
 
 // New returns a Server over opts.
@@ -272,22 +271,34 @@ func (s *Server) loadDatasets(ctx context.Context) error {
 	return nil
 }
 
-// table returns the loaded table of d, loading it on first use.
-func (s *Server) table(d *dataset) (Table, error) {
-	d.once.Do(func() {
-		var r io.Reader
-		if d.rec.Path != "" {
-			f, err := os.Open(d.rec.Path)
-			if err != nil {
-				d.err = fmt.Errorf("dataset %q: %w", d.spec.Name, err)
-				return
-			}
-			defer f.Close()
-			r = f
-		} else {
-			r = strings.NewReader(d.rec.CSV)
+// table returns the loaded table of d, loading it on first use (from its file, or from
+// the CSV text in the store). A failed load is not remembered: the next query tries
+// again (the file or the database may be back).
+func (s *Server) table(ctx context.Context, d *dataset) (Table, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.table != nil {
+		return d.table, nil
+	}
+	var r io.Reader
+	if d.rec.Path != "" {
+		f, err := os.Open(d.rec.Path)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
 		}
-		d.table, d.err = s.engine.Load(d.schema, r)
-	})
-	return d.table, d.err
+		defer f.Close()
+		r = f
+	} else {
+		text, err := s.store.DatasetCSV(ctx, d.spec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
+		}
+		r = strings.NewReader(text)
+	}
+	t, err := s.engine.Load(d.schema, r)
+	if err != nil {
+		return nil, err
+	}
+	d.table = t
+	return t, nil
 }

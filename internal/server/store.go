@@ -6,18 +6,20 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/dpkit/dpkit/internal/migrate"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
+
+// migrations are the service's versioned migrations, migrations/NNN_*.sql.
+var migrations = migrate.MustLoad(migrationFS, "migrations/*.sql")
 
 // Errors of the Store.
 var (
@@ -148,83 +150,55 @@ func (s *Store) migrate(ctx context.Context) error {
 		version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create server_migrations: %w", err)
 	}
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
+	if err := migrations.Apply(0, func(m migrate.Migration) error { return s.apply(ctx, db, m) }); err != nil {
 		return err
-	}
-	sort.Strings(names)
-	known := 0
-	for _, name := range names {
-		v, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: bad version", name)
-		}
-		known = max(known, v)
-		if err := s.apply(ctx, db, v, name); err != nil {
-			return err
-		}
 	}
 	var current int
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM server_migrations`).Scan(&current); err != nil {
 		return err
 	}
-	if current > known {
-		return fmt.Errorf("schema version %d is newer than this dpkit (%d): upgrade dpkit", current, known)
+	if current > migrations.Latest() {
+		return fmt.Errorf("schema version %d is newer than this dpkit (%d): upgrade dpkit", current, migrations.Latest())
 	}
 	return nil
 }
 
-// apply runs migration file name as version v unless it is already recorded.
-func (s *Store) apply(ctx context.Context, db execer, v int, name string) error {
-	body, err := migrationFS.ReadFile(name)
-	if err != nil {
-		return err
-	}
+// apply runs migration m, statement by statement, in a transaction of its own unless its
+// version is already recorded (by another process that migrated meanwhile), and records
+// it in that transaction.
+func (s *Store) apply(ctx context.Context, db execer, m migrate.Migration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM server_migrations WHERE version = ?`), v).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM server_migrations WHERE version = ?`), m.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil
 	}
-	for _, stmt := range strings.Split(stripComments(string(body)), ";") {
-		if strings.TrimSpace(stmt) == "" {
-			continue
-		}
+	for _, stmt := range m.Statements() {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("migration %s: %w", path.Base(name), err)
+			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO server_migrations (version, applied_at) VALUES (?, ?)`), v, time.Now().UnixNano()); err != nil {
-		return fmt.Errorf("migration %s: %w", path.Base(name), err)
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO server_migrations (version, applied_at) VALUES (?, ?)`), m.Version, time.Now().UnixNano()); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
 
-// stripComments removes "--" comments (the migrations have none inside literals).
-func stripComments(text string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(text, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line + "\n")
-	}
-	return b.String()
-}
-
 // DatasetRecord is a registered dataset as stored: its specification (JSON) and its data,
-// either CSV text or a server-side path.
+// either CSV text (given inline, or the snapshot of a PostgreSQL table) or a server-side
+// path.
 type DatasetRecord struct {
 	Name    string
 	Spec    []byte
-	CSV     string
+	CSV     string // the CSV text; Datasets leaves it empty (see DatasetCSV)
 	Path    string
+	Origin  string // for a snapshot: the table and database it was read from, without credentials
 	Created time.Time
 }
 
@@ -241,17 +215,18 @@ func isUniqueViolation(err error) bool {
 
 // AddDataset records d; ErrExists if a dataset of that name exists.
 func (s *Store) AddDataset(ctx context.Context, d DatasetRecord) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO server_datasets (name, spec, csv, path, created_at) VALUES (?, ?, ?, ?, ?)`),
-		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), d.Created.UnixNano())
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO server_datasets (name, spec, csv, path, origin, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), nullString(d.Origin), d.Created.UnixNano())
 	if isUniqueViolation(err) {
 		return fmt.Errorf("dataset %q: %w", d.Name, ErrExists)
 	}
 	return err
 }
 
-// Datasets returns every dataset, by name.
+// Datasets returns every dataset, by name, without its CSV text (which may be large:
+// read it with DatasetCSV when the table is loaded).
 func (s *Store) Datasets(ctx context.Context) ([]DatasetRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, spec, csv, path, created_at FROM server_datasets ORDER BY name`)
+	rows, err := s.db.QueryContext(ctx, `SELECT name, spec, path, origin, created_at FROM server_datasets ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -260,15 +235,26 @@ func (s *Store) Datasets(ctx context.Context) ([]DatasetRecord, error) {
 	for rows.Next() {
 		var d DatasetRecord
 		var spec string
-		var csv, path sql.NullString
+		var path, origin sql.NullString
 		var created int64
-		if err := rows.Scan(&d.Name, &spec, &csv, &path, &created); err != nil {
+		if err := rows.Scan(&d.Name, &spec, &path, &origin, &created); err != nil {
 			return nil, err
 		}
-		d.Spec, d.CSV, d.Path, d.Created = []byte(spec), csv.String, path.String, time.Unix(0, created).UTC()
+		d.Spec, d.Path, d.Origin, d.Created = []byte(spec), path.String, origin.String, time.Unix(0, created).UTC()
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// DatasetCSV returns the CSV text of dataset name ("" for a dataset registered by path);
+// ErrNotFound if there is no such dataset.
+func (s *Store) DatasetCSV(ctx context.Context, name string) (string, error) {
+	var text sql.NullString
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT csv FROM server_datasets WHERE name = ?`), name).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("dataset %q: %w", name, ErrNotFound)
+	}
+	return text.String, err
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/migrate"
 	"github.com/dpkit/dpkit/ledger"
 )
 
@@ -23,16 +21,13 @@ import (
 const Application = "dpkit-ledger"
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFS embed.FS
+
+// migrations are the schema's versioned migrations, migrations/NNN_*.sql.
+var migrations = migrate.MustLoad(migrationFS, "migrations/*.sql")
 
 // SchemaVersion is the schema version this package writes (the highest migration).
-var SchemaVersion = len(migrationFiles())
-
-func migrationFiles() []string {
-	names, _ := fs.Glob(migrations, "migrations/*.sql")
-	sort.Strings(names)
-	return names
-}
+var SchemaVersion = migrations.Latest()
 
 // Options tunes Open. The zero value opens an existing ledger.
 type Options struct {
@@ -194,21 +189,16 @@ func prepare(ctx context.Context, c *pgx.Conn, create bool) error {
 			}
 			version = v
 		}
-		for i, name := range migrationFiles() {
-			if i+1 <= version {
-				continue
-			}
-			text, err := migrations.ReadFile(name)
-			if err != nil {
+		err := migrations.Apply(version, func(m migrate.Migration) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, string(text)); err != nil {
-				return fmt.Errorf("ledger/postgres: migration %s: %w", path.Base(name), err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO dpkit_ledger_meta (name, value) VALUES ('application', $1), ('schema_version', $2)
-				ON CONFLICT (name) DO UPDATE SET value = excluded.value`, Application, strconv.Itoa(i+1)); err != nil {
-				return err
-			}
+			_, err := tx.Exec(ctx, `INSERT INTO dpkit_ledger_meta (name, value) VALUES ('application', $1), ('schema_version', $2)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value`, Application, strconv.Itoa(m.Version))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("ledger/postgres: %w", err)
 		}
 		return nil
 	})

@@ -11,8 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +19,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/migrate"
 	"github.com/dpkit/dpkit/ledger"
 )
 
@@ -28,16 +27,13 @@ import (
 const ApplicationID = 0x64706b6c
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFS embed.FS
+
+// migrations are the schema's versioned migrations, migrations/NNN_*.sql.
+var migrations = migrate.MustLoad(migrationFS, "migrations/*.sql")
 
 // SchemaVersion is the schema version this package writes (the highest migration).
-var SchemaVersion = len(migrationFiles())
-
-func migrationFiles() []string {
-	names, _ := fs.Glob(migrations, "migrations/*.sql")
-	sort.Strings(names)
-	return names
-}
+var SchemaVersion = migrations.Latest()
 
 // Options tunes Open. The zero value opens an existing ledger.
 type Options struct {
@@ -196,7 +192,7 @@ func prepare(ctx context.Context, dsn string, fresh bool) error {
 	default:
 		return fmt.Errorf("%w: a SQLite database of another application (application_id %d, %d tables)", ledger.ErrNotLedger, app, tables)
 	}
-	return migrate(ctx, conn)
+	return upgrade(ctx, conn)
 }
 
 func identify(ctx context.Context, q interface {
@@ -212,9 +208,9 @@ func identify(ctx context.Context, q interface {
 	return
 }
 
-// migrate applies the migrations above the file's version in one IMMEDIATE
+// upgrade applies the migrations above the file's version in one IMMEDIATE
 // transaction (so that two processes creating one ledger do not race).
-func migrate(ctx context.Context, conn *sql.Conn) error {
+func upgrade(ctx context.Context, conn *sql.Conn) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -227,20 +223,15 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	if app != ApplicationID && (app != 0 || tables != 0) {
 		return fmt.Errorf("%w: a SQLite database of another application", ledger.ErrNotLedger)
 	}
-	for i, name := range migrationFiles() {
-		if i+1 <= version {
-			continue
-		}
-		text, err := migrations.ReadFile(name)
-		if err != nil {
+	err = migrations.Apply(version, func(m migrate.Migration) error {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, string(text)); err != nil {
-			return fmt.Errorf("ledger/sqlite: migration %s: %w", path.Base(name), err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", ApplicationID, i+1)); err != nil {
-			return err
-		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", ApplicationID, m.Version))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger/sqlite: %w", err)
 	}
 	return tx.Commit()
 }
