@@ -3,15 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/dpkit/dpkit/internal/pgtest"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -305,45 +300,9 @@ func TestServeKillRestart(t *testing.T) {
 	d2.cmd.Wait()
 }
 
-// servePostgresURL returns a URL selecting a fresh schema of the PostgreSQL server at
-// DPKIT_TEST_POSTGRES (dropped when the test ends). Without it the test is skipped,
-// unless DPKIT_REQUIRE_POSTGRES=1, when it fails.
-func servePostgresURL(t *testing.T) string {
-	t.Helper()
-	admin := os.Getenv("DPKIT_TEST_POSTGRES")
-	if admin == "" {
-		if os.Getenv("DPKIT_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("DPKIT_REQUIRE_POSTGRES=1 but DPKIT_TEST_POSTGRES is not set")
-		}
-		t.Skip("DPKIT_TEST_POSTGRES is not set: skipping (scripts/test starts a PostgreSQL server and sets it)")
-	}
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("PostgreSQL at DPKIT_TEST_POSTGRES is unreachable: %v", err)
-	}
-	defer c.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "dpkit_serve_" + hex.EncodeToString(b)
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), admin); err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// servePostgresURL returns a URL selecting a fresh schema of the PostgreSQL test server
+// (see package pgtest).
+func servePostgresURL(t *testing.T) string { return pgtest.Schema(t, "dpkit_serve_") }
 
 // TestServePostgresTwoProcesses runs two "dpkit serve" processes on one PostgreSQL
 // database and sends queries from 64 concurrent clients, split evenly across them, to

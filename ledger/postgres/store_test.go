@@ -2,69 +2,23 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/pgtest"
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/storetest"
 )
 
-// The tests need a PostgreSQL server: DPKIT_TEST_POSTGRES is the URL of a database in
-// which they may create schemas (scripts/test starts a throwaway cluster and sets it).
-// Without it they are skipped, unless DPKIT_REQUIRE_POSTGRES=1, when they fail.
-func adminURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("DPKIT_TEST_POSTGRES")
-	if u == "" {
-		if os.Getenv("DPKIT_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("DPKIT_REQUIRE_POSTGRES=1 but DPKIT_TEST_POSTGRES is not set")
-		}
-		t.Skip("DPKIT_TEST_POSTGRES is not set: skipping the PostgreSQL backend (scripts/test starts a server and sets it)")
-	}
-	return u
-}
+// adminURL is the test server's URL (see package pgtest).
+func adminURL(t testing.TB) string { return pgtest.AdminURL(t) }
 
-// newSchema creates a fresh schema and returns a URL whose search_path selects it; the
-// schema is dropped when the test ends.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	admin := adminURL(t)
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("PostgreSQL at DPKIT_TEST_POSTGRES is unreachable: %v", err)
-	}
-	defer c.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "dpkit_test_" + hex.EncodeToString(b)
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), admin)
-		if err == nil {
-			c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// newSchema creates a fresh schema and returns a URL selecting it (see package pgtest).
+func newSchema(t testing.TB) string { return pgtest.Schema(t, "dpkit_test_") }
 
 var harness = storetest.Harness{
 	Open: func(ctx context.Context, loc string, create bool) (ledger.Store, error) {
