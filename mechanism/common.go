@@ -40,3 +40,38 @@ func checkValue(name string, x float64) error {
 }
 
 func indexName(name string, i int) string { return fmt.Sprintf("%s[%d]", name, i) }
+
+// adder is a secure sampler that adds its noise to a value (noise.SecureLaplace,
+// noise.SecureGaussian).
+type adder interface {
+	Add(src noise.Source, x float64) float64
+}
+
+// release adds a's noise to one finite value, for a mechanism of dimension 1.
+func release(a adder, dim int, value float64, src noise.Source) (float64, error) {
+	if dim != 1 {
+		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a vector of Dimension coordinates (use ReleaseVector)"}
+	}
+	if err := checkValue("value", value); err != nil {
+		return 0, err
+	}
+	return a.Add(sourceOr(src), value), nil
+}
+
+// releaseVector adds independent noise from a to each of dim finite values.
+func releaseVector(a adder, dim int, values []float64, src noise.Source) ([]float64, error) {
+	if len(values) != dim {
+		return nil, &dpkit.ParamError{Name: "values", Value: len(values), Want: "Dimension coordinates"}
+	}
+	for i, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) { // name built only on error (no allocation)
+			return nil, checkValue(indexName("values", i), v)
+		}
+	}
+	src = sourceOr(src)
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = a.Add(src, v)
+	}
+	return out, nil
+}

@@ -224,34 +224,15 @@ func (m *Gaussian) L2Bound(beta float64) (float64, error) {
 	return w * m.s.Granularity(), nil
 }
 
-// Release returns value plus noise; value must be finite. It is for Dimension 1.
+// Release returns value plus noise. It is for Dimension 1; value must be finite.
 func (m *Gaussian) Release(value float64, src noise.Source) (float64, error) {
-	if m.dim != 1 {
-		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a vector of Dimension coordinates (use ReleaseVector)"}
-	}
-	if err := checkValue("value", value); err != nil {
-		return 0, err
-	}
-	return m.s.Add(sourceOr(src), value), nil
+	return release(m.s, m.dim, value, src)
 }
 
 // ReleaseVector returns values plus independent noise per coordinate; len(values) must
 // equal Dimension and every value must be finite.
 func (m *Gaussian) ReleaseVector(values []float64, src noise.Source) ([]float64, error) {
-	if len(values) != m.dim {
-		return nil, &dpkit.ParamError{Name: "values", Value: len(values), Want: "Dimension coordinates"}
-	}
-	for i, v := range values {
-		if math.IsNaN(v) || math.IsInf(v, 0) { // name built only on error (no allocation)
-			return nil, checkValue(indexName("values", i), v)
-		}
-	}
-	src = sourceOr(src)
-	out := make([]float64, len(values))
-	for i, v := range values {
-		out[i] = m.s.Add(src, v)
-	}
-	return out, nil
+	return releaseVector(m.s, m.dim, values, src)
 }
 
 // GaussianDelta returns an upper bound on δ(ε) of the continuous Gaussian mechanism

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -231,28 +230,10 @@ func (s *Store) Create(ctx context.Context, def ledger.Definition) error {
 	})
 }
 
-const defColumns = "id, coalesce(parent, ''), total_epsilon, total_delta, policy, created_us"
-
-func scanDefinition(row pgx.Row) (ledger.Definition, error) {
-	var d ledger.Definition
-	var policy string
-	var created int64
-	if err := row.Scan(&d.ID, &d.Parent, &d.Total.Epsilon, &d.Total.Delta, &policy, &created); err != nil {
-		return d, err
-	}
-	dec := json.NewDecoder(strings.NewReader(policy))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d.Policy); err != nil {
-		return d, fmt.Errorf("%w: budget %q has a malformed policy: %v", ledger.ErrNotLedger, d.ID, err)
-	}
-	d.Created = time.UnixMicro(created).UTC()
-	return d, nil
-}
-
 // Definition implements ledger.Store.
 func (s *Store) Definition(ctx context.Context, id string) (d ledger.Definition, err error) {
 	err = s.with(ctx, func(c *pgx.Conn) error {
-		d, err = scanDefinition(c.QueryRow(ctx, "SELECT "+defColumns+" FROM dpkit_budgets WHERE id = $1", id))
+		d, err = ledger.ScanDefinition(c.QueryRow(ctx, "SELECT "+ledger.DefinitionColumns+" FROM dpkit_budgets WHERE id = $1", id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w %q", ledger.ErrUnknownBudget, id)
 		}
@@ -264,11 +245,11 @@ func (s *Store) Definition(ctx context.Context, id string) (d ledger.Definition,
 // Definitions implements ledger.Store.
 func (s *Store) Definitions(ctx context.Context) (out []ledger.Definition, err error) {
 	err = s.with(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, "SELECT "+defColumns+" FROM dpkit_budgets ORDER BY id COLLATE \"C\"")
+		rows, err := c.Query(ctx, "SELECT "+ledger.DefinitionColumns+" FROM dpkit_budgets ORDER BY id COLLATE \"C\"")
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Definition, error) { return scanDefinition(r) })
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Definition, error) { return ledger.ScanDefinition(r) })
 		return err
 	})
 	return out, err
@@ -301,19 +282,6 @@ func (s *Store) Stats(ctx context.Context, id string) (st ledger.Stats, err erro
 	return st, err
 }
 
-const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us, payload"
-
-func scanRelease(row pgx.Row) (ledger.Release, error) {
-	var r ledger.Release
-	var us int64
-	err := row.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us, &r.Payload)
-	r.Time = time.UnixMicro(us).UTC()
-	if len(r.Payload) == 0 {
-		r.Payload = nil
-	}
-	return r, err
-}
-
 // Spend implements ledger.Store: one transaction that locks the chain's budget rows
 // (root first) with SELECT … FOR UPDATE, and commits synchronously before returning.
 func (s *Store) Spend(ctx context.Context, chain []string, rel ledger.Release, decide ledger.Decide) (got ledger.Release, replayed bool, err error) {
@@ -344,7 +312,7 @@ func spendTx(ctx context.Context, tx pgx.Tx, chain []string, rel ledger.Release,
 		cur[i] = st
 	}
 	if rel.Key != "" {
-		got, err := scanRelease(tx.QueryRow(ctx, "SELECT "+releaseColumns+" FROM dpkit_releases WHERE budget_id = $1 AND idem_key = $2", rel.Budget, rel.Key))
+		got, err := ledger.ScanRelease(tx.QueryRow(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE budget_id = $1 AND idem_key = $2", rel.Budget, rel.Key))
 		if err == nil {
 			return got, true, nil
 		}
@@ -401,11 +369,11 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 		if limit > 0 {
 			lim = &limit
 		}
-		rows, err := c.Query(ctx, "SELECT "+releaseColumns+" FROM dpkit_releases WHERE "+column+" = $1 AND seq > $2 ORDER BY seq LIMIT $3", id, after, lim)
+		rows, err := c.Query(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE "+column+" = $1 AND seq > $2 ORDER BY seq LIMIT $3", id, after, lim)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Release, error) { return scanRelease(r) })
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Release, error) { return ledger.ScanRelease(r) })
 		return err
 	})
 	return out, err

@@ -304,27 +304,9 @@ func (s *Store) Create(ctx context.Context, def ledger.Definition) error {
 	return s.classify(tx.Commit())
 }
 
-const defColumns = "id, coalesce(parent, ''), total_epsilon, total_delta, policy, created_us"
-
-func scanDefinition(sc interface{ Scan(...any) error }) (ledger.Definition, error) {
-	var d ledger.Definition
-	var policy string
-	var created int64
-	if err := sc.Scan(&d.ID, &d.Parent, &d.Total.Epsilon, &d.Total.Delta, &policy, &created); err != nil {
-		return d, err
-	}
-	dec := json.NewDecoder(strings.NewReader(policy))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d.Policy); err != nil {
-		return d, fmt.Errorf("%w: budget %q has a malformed policy: %v", ledger.ErrNotLedger, d.ID, err)
-	}
-	d.Created = time.UnixMicro(created).UTC()
-	return d, nil
-}
-
 // Definition implements ledger.Store.
 func (s *Store) Definition(ctx context.Context, id string) (ledger.Definition, error) {
-	d, err := scanDefinition(s.db.QueryRowContext(ctx, "SELECT "+defColumns+" FROM dpkit_budgets WHERE id = ?", id))
+	d, err := ledger.ScanDefinition(s.db.QueryRowContext(ctx, "SELECT "+ledger.DefinitionColumns+" FROM dpkit_budgets WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("%w %q", ledger.ErrUnknownBudget, id)
 	}
@@ -333,14 +315,14 @@ func (s *Store) Definition(ctx context.Context, id string) (ledger.Definition, e
 
 // Definitions implements ledger.Store.
 func (s *Store) Definitions(ctx context.Context) ([]ledger.Definition, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+defColumns+" FROM dpkit_budgets ORDER BY id")
+	rows, err := s.db.QueryContext(ctx, "SELECT "+ledger.DefinitionColumns+" FROM dpkit_budgets ORDER BY id")
 	if err != nil {
 		return nil, s.classify(err)
 	}
 	defer rows.Close()
 	var out []ledger.Definition
 	for rows.Next() {
-		d, err := scanDefinition(rows)
+		d, err := ledger.ScanDefinition(rows)
 		if err != nil {
 			return nil, s.classify(err)
 		}
@@ -356,7 +338,7 @@ type querier interface {
 // The statements of a spend, prepared once per connection (see preparedTx).
 const (
 	qStats         = "SELECT release_count, sum_epsilon, sum_delta, sum_epsilon_sq FROM dpkit_budgets WHERE id = ?"
-	qReleaseByKey  = "SELECT " + releaseColumns + " FROM dpkit_releases WHERE budget_id = ? AND idem_key = ?"
+	qReleaseByKey  = "SELECT " + ledger.ReleaseColumns + " FROM dpkit_releases WHERE budget_id = ? AND idem_key = ?"
 	qInsertRelease = `INSERT INTO dpkit_releases
 		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
@@ -410,19 +392,6 @@ func stats(ctx context.Context, q querier, id string) (ledger.Stats, error) {
 func (s *Store) Stats(ctx context.Context, id string) (ledger.Stats, error) {
 	st, err := stats(ctx, s.db, id)
 	return st, s.classify(err)
-}
-
-const releaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us, payload"
-
-func scanRelease(sc interface{ Scan(...any) error }) (ledger.Release, error) {
-	var r ledger.Release
-	var us int64
-	err := sc.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us, &r.Payload)
-	r.Time = time.UnixMicro(us).UTC()
-	if len(r.Payload) == 0 {
-		r.Payload = nil
-	}
-	return r, err
 }
 
 // Spend implements ledger.Store. The spend joins the queue of the writer goroutine,
@@ -543,7 +512,7 @@ func spendTx(ctx context.Context, tx txq, chain []string, rel ledger.Release, de
 		return ledger.Release{}, false, fmt.Errorf("ledger/sqlite: chain %q does not end with budget %q", chain, rel.Budget)
 	}
 	if rel.Key != "" {
-		got, err := scanRelease(tx.QueryRowContext(ctx, qReleaseByKey, rel.Budget, rel.Key))
+		got, err := ledger.ScanRelease(tx.QueryRowContext(ctx, qReleaseByKey, rel.Budget, rel.Key))
 		if err == nil {
 			return got, true, nil
 		}
@@ -603,14 +572,14 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+releaseColumns+" FROM dpkit_releases WHERE "+column+" = ? AND seq > ? ORDER BY seq LIMIT ?", id, after, limit)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE "+column+" = ? AND seq > ? ORDER BY seq LIMIT ?", id, after, limit)
 	if err != nil {
 		return nil, s.classify(err)
 	}
 	defer rows.Close()
 	var out []ledger.Release
 	for rows.Next() {
-		r, err := scanRelease(rows)
+		r, err := ledger.ScanRelease(rows)
 		if err != nil {
 			return nil, s.classify(err)
 		}

@@ -1,0 +1,50 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The SQL backends (ledger/sqlite, ledger/postgres) share one table layout; these are
+// the column lists they select and the functions that read a selected row back.
+const (
+	// DefinitionColumns selects a budget definition, for ScanDefinition.
+	DefinitionColumns = "id, coalesce(parent, ''), total_epsilon, total_delta, policy, created_us"
+	// ReleaseColumns selects a release, for ScanRelease.
+	ReleaseColumns = "seq, budget_id, epsilon, delta, mechanism, analyst, coalesce(idem_key, ''), time_us, payload"
+)
+
+// Scanner is a selected row (*sql.Row, *sql.Rows, pgx.Row, pgx.Rows).
+type Scanner interface{ Scan(dest ...any) error }
+
+// ScanDefinition reads a row selected with DefinitionColumns. A policy that does not
+// decode is ErrNotLedger.
+func ScanDefinition(sc Scanner) (Definition, error) {
+	var d Definition
+	var policy string
+	var created int64
+	if err := sc.Scan(&d.ID, &d.Parent, &d.Total.Epsilon, &d.Total.Delta, &policy, &created); err != nil {
+		return d, err
+	}
+	dec := json.NewDecoder(strings.NewReader(policy))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d.Policy); err != nil {
+		return d, fmt.Errorf("%w: budget %q has a malformed policy: %v", ErrNotLedger, d.ID, err)
+	}
+	d.Created = time.UnixMicro(created).UTC()
+	return d, nil
+}
+
+// ScanRelease reads a row selected with ReleaseColumns (an empty payload reads as nil).
+func ScanRelease(sc Scanner) (Release, error) {
+	var r Release
+	var us int64
+	err := sc.Scan(&r.Seq, &r.Budget, &r.Cost.Epsilon, &r.Cost.Delta, &r.Mechanism, &r.Analyst, &r.Key, &us, &r.Payload)
+	r.Time = time.UnixMicro(us).UTC()
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
+	return r, err
+}
