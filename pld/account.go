@@ -167,7 +167,10 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		if round > 0 && w > prev/1.5 {
 			worse++
 		}
-		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins {
+		// Stop when refining cannot help: the tolerance is met, the rounds or bins run out,
+		// the width stopped shrinking, or the FFT error (absolute, it grows as the lattice
+		// is refined) is already a tenth of the target δ.
+		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins || c.pld.maxErr() > o.Delta/10 {
 			return c, nil
 		}
 		// The width falls roughly as h^1.5 (second-order upper, mixed lower): aim for 70%

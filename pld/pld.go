@@ -34,6 +34,15 @@ func (p *PLD) Bins() int {
 	return n
 }
 
+// maxErr returns the largest tracked floating-point error (Err) of the stored lattices.
+func (p *PLD) maxErr() float64 {
+	e := 0.0
+	for _, s := range p.sides {
+		e = math.Max(e, math.Max(s.upper.Err, s.lower.Err))
+	}
+	return e
+}
+
 // trimMass is the mass shed at each end of a lattice after a composition: moved to the
 // ends (upper) or dropped (lower).
 const trimMass = 1e-45

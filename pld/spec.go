@@ -294,9 +294,10 @@ func (s subsampledSpec) infMass() float64 {
 }
 
 func (s subsampledSpec) variance() float64 {
-	// The loss map has slope ≤ q near 0: variance ≈ q²·Var(L) + the mixing spread.
+	// For small q, L' ≈ ±q·(e^L − 1), whose second moment under Q is q²·χ²(P‖Q); for a
+	// Gaussian χ² = e^(μ²) − 1 = expm1(Var L). Only a guide for the lattice spacing.
 	v := s.base.variance()
-	return s.rate*s.rate*v + s.rate*(1-s.rate)*v
+	return s.rate * s.rate * math.Expm1(math.Min(v, 700))
 }
 
 // discreteLaplaceSpec: P(x) = c·r^|x|, Q(x) = c·r^|x−d| on the integers, r = e^(−1/t),
