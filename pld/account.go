@@ -451,36 +451,42 @@ func (c *Composition) TradeOff(alpha float64) (upper, lower float64, err error) 
 
 // FitGaussianMu returns the smallest μ whose Gaussian-DP curve lies above the upper
 // curve at every loss value of the lattice with δ in [1e-15, 0.5] — the Gaussian DP that
-// best describes the composition. It is a fit on a grid of ε, not a certificate between
-// the grid points.
+// best describes the composition. It is a fit on the grid of losses, not a certificate
+// between grid points.
 func (c *Composition) FitGaussianMu() float64 {
 	if c.pld == nil {
 		return c.mu
 	}
+	type point struct{ eps, delta float64 }
+	var pts []point
 	up, _ := c.pld.discretes()
-	lo, hi := 0.0, 1.0
+	for _, d := range up {
+		// δ at every atom in one downward pass (see tradeOff).
+		A, G := 0.0, 0.0
+		for i := len(d.Loss) - 1; i >= 0; i-- {
+			if i < len(d.Loss)-1 {
+				G = (G + d.Mass[i+1]) * math.Exp(d.Loss[i]-d.Loss[i+1])
+				A += d.Mass[i+1]
+			}
+			dl := d.InfMass + math.Max(A-G, 0)
+			if d.Loss[i] >= 0 && dl >= 1e-15 && dl <= 0.5 {
+				pts = append(pts, point{d.Loss[i], dl})
+			}
+		}
+	}
 	ok := func(mu float64) bool {
-		for _, d := range up {
-			for _, l := range d.Loss {
-				if l < 0 {
-					continue
-				}
-				dl := d.Delta(l)
-				if dl < 1e-15 || dl > 0.5 {
-					continue
-				}
-				g, _ := gaussianDelta(mu, l)
-				if g < dl {
-					return false
-				}
+		for _, p := range pts {
+			if g, _ := gaussianDelta(mu, p.eps); g < p.delta {
+				return false
 			}
 		}
 		return true
 	}
+	lo, hi := 0.0, 1.0
 	for !ok(hi) && hi < 1e6 {
 		lo, hi = hi, hi*2
 	}
-	for i := 0; i < 60; i++ {
+	for range 60 {
 		mid := (lo + hi) / 2
 		if ok(mid) {
 			hi = mid

@@ -275,3 +275,19 @@ func FuzzParseMechanism(f *testing.F) {
 		}
 	})
 }
+
+// A lattice composition that is nearly Gaussian (Gaussians plus one tiny Laplace) fits
+// μ close to the Gaussians' own μ = 1 (σ = 10, 100 releases), and not below the
+// μ of the Gaussians alone.
+func TestFitGaussianMu(t *testing.T) {
+	c, err := Compose([]Item{{Gaussian{Sigma: 10, Sensitivity: 1}, 100}, {Laplace{Scale: 1000, Sensitivity: 1}, 1}}, &Options{Tolerance: 1e-2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Exact() {
+		t.Fatal("expected a lattice composition")
+	}
+	if mu := c.FitGaussianMu(); mu < 1 || mu > 1.01 {
+		t.Errorf("fitted μ = %v, want in [1, 1.01]", mu)
+	}
+}
