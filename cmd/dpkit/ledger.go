@@ -17,6 +17,7 @@ import (
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/postgres"
 	"github.com/dpkit/dpkit/ledger/sqlite"
+	"github.com/dpkit/dpkit/pld"
 )
 
 func init() {
@@ -197,8 +198,11 @@ Policies:
              --releases K by the exact optimal composition (KOV Thm 3.3), with
              δ0 = D/(2K) unless --release-delta is given; valid although queries are
              chosen adaptively, since the cost is fixed in advance
-  plan       the declared list of costs (--plan, in order), consumed in order; the
-             exact composition of the whole plan must fit the total
+  plan       the declared list of costs (--plan, in order, then --plan-mechanism),
+             consumed in order; the exact composition of the whole plan must fit the
+             total — by the mechanisms' privacy loss distributions when slots name
+             mechanisms (far tighter than their (ε, δ)); a release for such a slot must
+             run exactly that mechanism (spend --mechanism)
   adaptive   each release chooses its cost; a privacy filter valid for adaptively
              chosen parameters decides: --filter basic (Σε ≤ E, Σδ ≤ D, exact sums) or
              --filter advanced (Whitehouse–Ramdas–Rogers–Wu 2023:
@@ -216,6 +220,10 @@ Flags:
   --plan EPS[,DELTA[,COUNT]]
                          plan: COUNT releases of (EPS, DELTA) (DELTA default 0, COUNT
                          default 1). Repeatable; the order is the plan's order
+  --plan-mechanism KIND:key=value,…@EPS[,DELTA]
+                         plan: count= (default 1) releases of the mechanism (as in
+                         dpkit compose --mechanism), each costing at most (EPS, DELTA).
+                         Repeatable; these slots follow the --plan slots, in order
   --filter F             adaptive: basic or advanced
   --filter-delta D'      adaptive, advanced filter: the filter's share δ' of D, in (0, D]
   --db PATH|URL          SQLite file or postgres:// URL (required)
@@ -228,6 +236,8 @@ Exit status: 0 success; 1 the budget exists, or the policy cannot fit the total
 Examples:
   dpkit ledger create --db ledger.db --budget flu --eps 1 --delta 1e-6 --policy fixed --releases 40
   dpkit ledger create --db ledger.db --budget census --eps 2 --delta 1e-6 --policy plan --plan 0.5,1e-7,2 --plan 0.25,0,4
+  dpkit ledger create --db ledger.db --budget model --eps 2 --delta 1e-6 --policy plan \
+      --plan-mechanism 'gaussian:sigma=40,sensitivity=1,count=100@0.25,1e-20'
   dpkit ledger create --db ledger.db --budget sales --eps 1 --delta 1e-6 --policy adaptive --filter advanced --filter-delta 1e-6
   dpkit ledger create --db ledger.db --budget sales.alice --parent sales --eps 0.5 --delta 0 --policy adaptive --filter basic
 `
@@ -238,6 +248,7 @@ func newLedgerCreate(s streams) *cobra.Command {
 	eps, delta, releaseDelta, filterDelta := epsilonFlag(), deltaFlag(), deltaFlag(), deltaFlag()
 	var releases countFlag
 	var plan mechList
+	var planMechs []string
 	cmd := subcommand("create", ledgerCreateUsage, c, func(ctx context.Context) error {
 		switch {
 		case budget == "":
@@ -258,8 +269,8 @@ func newLedgerCreate(s streams) *cobra.Command {
 				p.ReleaseDelta = &releaseDelta.value
 			}
 		case ledger.Plan:
-			if len(plan) == 0 {
-				return usagef("--policy plan needs --plan EPS[,DELTA[,COUNT]] (repeatable)")
+			if len(plan) == 0 && len(planMechs) == 0 {
+				return usagef("--policy plan needs --plan EPS[,DELTA[,COUNT]] or --plan-mechanism (repeatable)")
 			}
 			for _, m := range plan {
 				if m.Count > ledger.MaxPlan || int64(len(p.Plan))+m.Count > ledger.MaxPlan {
@@ -267,6 +278,31 @@ func newLedgerCreate(s streams) *cobra.Command {
 				}
 				for range m.Count {
 					p.Plan = append(p.Plan, dpkit.Budget{Epsilon: m.Epsilon, Delta: m.Delta})
+				}
+			}
+			if len(planMechs) > 0 {
+				p.PlanMechanisms = make([]string, len(p.Plan))
+			}
+			for _, pm := range planMechs {
+				text, cost, ok := strings.Cut(pm, "@")
+				if !ok {
+					return usagef("invalid --plan-mechanism %q: want KIND:key=value,…@EPS[,DELTA]", pm)
+				}
+				it, err := pld.ParseMechanism(text)
+				if err != nil {
+					return usagef("invalid --plan-mechanism %q: %s", pm, describe(err))
+				}
+				c, err := parseMech(cost)
+				if err != nil || c.Count != 1 {
+					return usagef("invalid --plan-mechanism %q: the cost after @ must be EPS[,DELTA]", pm)
+				}
+				if it.Count > ledger.MaxPlan || int64(len(p.Plan))+it.Count > ledger.MaxPlan {
+					return usagef("the plan declares more than %d releases", ledger.MaxPlan)
+				}
+				one := withoutCount(text) // one slot's mechanism
+				for range it.Count {
+					p.Plan = append(p.Plan, dpkit.Budget{Epsilon: c.Epsilon, Delta: c.Delta})
+					p.PlanMechanisms = append(p.PlanMechanisms, one)
 				}
 			}
 		case ledger.Adaptive:
@@ -284,8 +320,8 @@ func newLedgerCreate(s streams) *cobra.Command {
 		if p.Kind != ledger.Fixed && (releases.set || releaseDelta.set) {
 			return usagef("--releases and --release-delta apply to --policy fixed only")
 		}
-		if p.Kind != ledger.Plan && len(plan) > 0 {
-			return usagef("--plan applies to --policy plan only")
+		if p.Kind != ledger.Plan && (len(plan) > 0 || len(planMechs) > 0) {
+			return usagef("--plan and --plan-mechanism apply to --policy plan only")
 		}
 		if p.Kind != ledger.Adaptive && (filter != "" || filterDelta.set) {
 			return usagef("--filter and --filter-delta apply to --policy adaptive only")
@@ -316,6 +352,7 @@ func newLedgerCreate(s streams) *cobra.Command {
 	f.Var(&releases, "releases", "")
 	f.Var(releaseDelta, "release-delta", "")
 	f.Var(&plan, "plan", "")
+	f.StringArrayVar(&planMechs, "plan-mechanism", nil, "")
 	f.StringVar(&filter, "filter", "", "")
 	f.Var(filterDelta, "filter-delta", "")
 	return cmd
@@ -624,4 +661,17 @@ func newLedgerAudit(s streams) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&budget, "budget", "", "")
 	return cmd
+}
+
+// withoutCount removes the count=… key from a KIND:key=value,… mechanism text.
+func withoutCount(text string) string {
+	kind, rest, _ := strings.Cut(text, ":")
+	var keep []string
+	for _, kv := range strings.Split(rest, ",") {
+		if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(strings.TrimSpace(k), "count") {
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	return kind + ":" + strings.Join(keep, ",")
 }

@@ -133,3 +133,27 @@ func TestLedgerCLIErrors(t *testing.T) {
 		})
 	}
 }
+
+// A plan of named mechanisms fits by their PLDs where their (ε, δ) would not, and a
+// release for a slot must run the slot's mechanism.
+func TestLedgerPlanMechanism(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	mustSucceed(t, "", "ledger", "init", "--db", db)
+	r := dpkitRun(t, "", "ledger", "create", "--db", db, "--budget", "m", "--eps", "2", "--delta", "1e-6", "--policy", "plan", "--plan", "0.25,1e-20,100")
+	if r.code != exitFailure {
+		t.Fatalf("(ε, δ)-only plan: exit %d, %q; want 1 (13.93 > 2)", r.code, r.stderr)
+	}
+	mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "m", "--eps", "2", "--delta", "1e-6", "--policy", "plan",
+		"--plan-mechanism", "gaussian:sigma=40,sensitivity=1,count=100@0.25,1e-20")
+	mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "m", "--eps", "0.25", "--delta", "1e-20", "--mechanism", "gaussian:sigma=40,sensitivity=1", "--key", "a")
+	r = dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "m", "--eps", "0.25", "--delta", "1e-20", "--mechanism", "laplace:scale=4", "--key", "b")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "must run") {
+		t.Errorf("wrong mechanism: exit %d, %q", r.code, r.stderr)
+	}
+	for _, bad := range []string{"gaussian:sigma=40", "gaussian:sigma=-1@0.25", "gaussian:sigma=40@x"} {
+		r := dpkitRun(t, "", "ledger", "create", "--db", db, "--budget", "b", "--eps", "2", "--delta", "1e-6", "--policy", "plan", "--plan-mechanism", bad)
+		if r.code != exitUsage {
+			t.Errorf("--plan-mechanism %q: exit %d, %q; want 2", bad, r.code, r.stderr)
+		}
+	}
+}
