@@ -76,7 +76,7 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	mu2 := 0.0
 	groups := map[string]Item{}
 	var total float64
-	for i, it := range items {
+	for _, it := range items {
 		if it.Mechanism == nil {
 			return nil, paramErr("mechanism", nil, "a mechanism")
 		}
@@ -86,7 +86,6 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		if err := dpkit.CheckCount("count", it.Count, MaxCount); err != nil {
 			return nil, err
 		}
-		_ = i
 		total += float64(it.Count)
 		if g, ok := it.Mechanism.(Gaussian); ok {
 			mu2 += float64(it.Count) * g.Mu() * g.Mu()

@@ -64,12 +64,7 @@ type PoissonSubsampled struct {
 	Rate float64
 }
 
-func positive(name string, v float64) error {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return paramErr(name, v, "a finite number > 0")
-	}
-	return nil
-}
+func positive(name string, v float64) error { return dpkit.CheckPositive("pld: "+name, v) }
 
 func (m Gaussian) Validate() error {
 	if err := positive("sigma", m.Sigma); err != nil {

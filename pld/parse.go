@@ -44,7 +44,7 @@ func ParseMechanism(s string) (Item, error) {
 		}
 		k, v, found := strings.Cut(kv, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
-		if !found || !contains(allowed, k) {
+		if !found || !slices.Contains(allowed, k) {
 			return Item{}, fmt.Errorf("%s: unknown key %q: want key=value with key one of %s", kind, kv, strings.Join(allowed, ", "))
 		}
 		if _, dup := vals[k]; dup {
@@ -133,5 +133,3 @@ func ParseMechanism(s string) (Item, error) {
 	}
 	return Item{Mechanism: m, Count: int64(count)}, nil
 }
-
-func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

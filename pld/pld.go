@@ -93,20 +93,14 @@ func (p *PLD) rediscretize(h float64) *PLD {
 }
 
 func latticeSpec(l *Lattice) spec {
-	var loss, pm, qm []float64
+	d := &Discrete{InfMass: l.InfMass}
 	for i, m := range l.Mass {
-		if m <= 0 {
-			continue
+		if m > 0 {
+			d.Loss = append(d.Loss, l.H*float64(l.Offset+int64(i)))
+			d.Mass = append(d.Mass, m)
 		}
-		x := l.H * float64(l.Offset+int64(i))
-		loss = append(loss, x)
-		pm = append(pm, m)
-		qm = append(qm, m*math.Exp(-x))
 	}
-	if len(loss) == 0 {
-		loss, pm, qm = []float64{0}, []float64{0}, []float64{0}
-	}
-	return newAtomSpec(loss, pm, qm, l.InfMass, 0, 0)
+	return discreteSpec(d, 0)
 }
 
 // SelfCompose returns the k-fold composition, by repeated squaring: O(log k)
