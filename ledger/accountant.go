@@ -187,15 +187,7 @@ func (a *planAccountant) Spent(st Stats) (float64, float64, error) {
 // pldSpent is spentOf for a plan with named mechanisms: the certified upper ε at the
 // total δ and δ at the total ε of the slots used, by their privacy loss distributions.
 func pldSpent(plan []dpkit.Budget, names []string, total dpkit.Budget) (float64, float64, error) {
-	items, err := pldItems(plan, names)
-	if err != nil {
-		return 0, 0, err
-	}
-	opts := &pld.Options{}
-	if total.Delta > 0 && total.Delta < 1 {
-		opts.Delta = total.Delta
-	}
-	c, err := pld.Compose(items, opts)
+	c, err := pldPlan(plan, names, total.Delta)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -254,17 +254,23 @@ func pldItems(plan []dpkit.Budget, names []string) ([]pld.Item, error) {
 	return items, nil
 }
 
-// pldPlanEpsilon returns the certified upper ε at total δ of the plan's slots.
-func pldPlanEpsilon(plan []dpkit.Budget, names []string, delta float64) (float64, error) {
+// pldPlan composes the plan's slots by their privacy loss distributions, with the
+// bracket measured at the total δ.
+func pldPlan(plan []dpkit.Budget, names []string, delta float64) (*pld.Composition, error) {
 	items, err := pldItems(plan, names)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	opts := &pld.Options{}
 	if delta > 0 && delta < 1 {
 		opts.Delta = delta
 	}
-	c, err := pld.Compose(items, opts)
+	return pld.Compose(items, opts)
+}
+
+// pldPlanEpsilon returns the certified upper ε at total δ of the plan's slots.
+func pldPlanEpsilon(plan []dpkit.Budget, names []string, delta float64) (float64, error) {
+	c, err := pldPlan(plan, names, delta)
 	if err != nil {
 		return 0, err
 	}
