@@ -45,21 +45,12 @@ func (c *calibrateCommand) calibrateNoise() error {
 		if D == 0 {
 			return &dpkit.InfeasibleError{Msg: "a Gaussian mechanism is not (ε, 0)-DP for any σ: give --delta > 0"}
 		}
-		// K releases of σ compose to μ = S·√K/σ Gaussian DP; find the largest μ with
-		// δ_μ(E) ≤ D (δ_μ grows with μ), rounded down, so σ is rounded up.
-		lo, hi := 0.0, 1.0
-		for d, _ := pld.GaussianDelta(hi, E); d <= D; d, _ = pld.GaussianDelta(hi, E) {
-			lo, hi = hi, hi*2
+		// K releases of σ compose to μ = S·√K/σ Gaussian DP: σ from the largest μ.
+		mu, err := pld.GaussianMu(E, D)
+		if err != nil {
+			return err
 		}
-		for i := 0; i < 200 && hi-lo > 1e-15*hi; i++ {
-			mid := (lo + hi) / 2
-			if d, _ := pld.GaussianDelta(mid, E); d <= D {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		sigma := S * math.Sqrt(float64(K)) / lo * (1 + 1e-12)
+		sigma := S * math.Sqrt(float64(K)) / mu * (1 + 1e-12)
 		out.Sigma = &sigma
 		out.KOVRule = "KOV Thm 4.3: σ² = 8KΔ²·ln(e + ε/δ)/ε² (only for ε ≤ 8 ln(e + ε/δ), errata item 8)"
 		if E <= 8*logTerm {
@@ -76,31 +67,10 @@ func (c *calibrateCommand) calibrateNoise() error {
 			}
 			return pld.DiscreteLaplace{Scale: scale, Sensitivity: int64(S)}
 		}
-		meets := func(scale float64) (bool, error) {
-			comp, err := pld.Compose([]pld.Item{{Mechanism: mk(scale), Count: K}}, &pld.Options{Delta: math.Max(D, 1e-300)})
-			if err != nil {
-				return false, err
-			}
-			up, _, err := comp.Epsilon(D)
-			if err != nil {
-				return false, nil
-			}
-			return up <= E, nil
-		}
 		// Pure ε: K·S/scale ≤ E always meets the budget, so scale = K·S/E is feasible.
-		hi := float64(K) * S / E
-		lo := hi / 1e6
-		for i := 0; i < 60 && (hi-lo) > 1e-4*hi; i++ {
-			mid := math.Sqrt(lo * hi)
-			ok, err := meets(mid)
-			if err != nil {
-				return err
-			}
-			if ok {
-				hi = mid
-			} else {
-				lo = mid
-			}
+		hi, err := pld.CalibrateScale(mk, K, dpkit.Budget{Epsilon: E, Delta: D}, float64(K)*S/E)
+		if err != nil {
+			return err
 		}
 		out.Scale = &hi
 		if c.mechanism == "laplace" {
