@@ -41,8 +41,8 @@ func TestPLDWithinGuarantee(t *testing.T) {
 			t.Errorf("%s: δ(%g) = %g by its PLD, above its guarantee %v", name, g.Epsilon, up, g)
 		}
 		// And the PLD is not trivially loose: some loss reaches ε within 1%.
-		if lo, _, _ := c.Delta(g.Epsilon * 0.99); lo <= 0 && !math.IsNaN(lo) {
-			t.Errorf("%s: δ(0.99ε) = %g: PLD looser than the guarantee", name, lo)
+		if up, _, _ := c.Delta(g.Epsilon * 0.99); up <= 0 && !math.IsNaN(up) {
+			t.Errorf("%s: δ(0.99ε) = %g: PLD looser than the guarantee", name, up)
 		}
 	}
 }
