@@ -1,7 +1,6 @@
 package pld
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
@@ -148,11 +147,22 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	eta := 1e-30 / math.Max(total, 1)
 	h := sd / 50
 	for _, it := range list {
+		if _, ok := it.Mechanism.(blockMechanism); ok {
+			continue // enumerated, not self-composed on a lattice of its own
+		}
 		for _, s := range it.Mechanism.specs() {
 			if g := math.Sqrt(float64(it.Count)*s.variance()) / 16; g > 0 {
 				h = math.Min(h, g)
 			}
 		}
+	}
+	// Width model: each of the n items discretised on the common lattice moves the
+	// variance of the total loss by about h²/2 (the upper spread adds ≈ h²/6, the lower
+	// merge-and-mix removes ≈ h²/3), and ε(δ) ≈ v/2 + z·σ, z = √(2 ln(1/δ)), moves by
+	// (1/2 + z/(2σ)) per unit of variance: the first lattice aims at half the tolerance.
+	if n := float64(len(list)); n > 1 {
+		z := math.Sqrt(2 * math.Log(1/o.Delta))
+		h = math.Min(h, math.Sqrt(o.Tolerance*(v/2+z*sd)/(n*(0.5+z/(2*sd)))))
 	}
 	h = math.Max(h, sd/float64(o.MaxBins)*8)
 	worse := 0
@@ -172,10 +182,10 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins || c.pld.maxErr() > o.Delta/10 {
 			return c, nil
 		}
-		// The width falls roughly as h^1.5 (second-order upper, mixed lower): aim for 70%
-		// of the tolerance in one step, refining by 2 to 16.
-		f := math.Pow(0.7*o.Tolerance/w, 1/1.5)
-		h *= math.Exp2(math.Round(math.Log2(math.Min(0.5, math.Max(f, 1.0/16)))))
+		// The width falls as h² (second order, both bounds): aim for 60% of the
+		// tolerance in one step, refining by 1.25 to 16.
+		f := math.Sqrt(0.6 * o.Tolerance / w)
+		h *= math.Min(0.8, math.Max(f, 1.0/16))
 	}
 }
 
@@ -229,113 +239,6 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 		ps = next
 	}
 	return ps[0]
-}
-
-// maxBlockAtoms bounds the support of an exactly composed block (see blocks), and
-// maxBlockCount the count of an item that is split into blocks.
-const (
-	maxBlockAtoms = 1 << 14
-	maxBlockCount = 16
-)
-
-// blocks replaces releases of mechanisms whose loss is a few atoms ((ε, δ) pairs,
-// randomized response, exponential) by blocks composed exactly (Product: every sum of
-// losses kept). Alone, such a release has atoms that a common lattice can neither hold
-// (their units differ) nor mix with neighbours, so its lower bound would round them down
-// (first order in the spacing); a block has many atoms spread over its range, which the
-// lattice discretisation (spread / merge-and-mix) handles better. (Laplace and geometric
-// releases were tried as blocks of their discretisations, and were worse than their own
-// aligned lattices: they are not blocked.)
-func blocks(list []Item) []Item {
-	var out []Item
-	var up, lo *Discrete
-	atoms, n := 1, 0
-	var relErr float64
-	flush := func() {
-		if up != nil {
-			out = append(out, Item{blockMechanism{up: up, lo: lo, n: n, relErr: relErr}, 1})
-		}
-		up, lo, atoms, n, relErr = nil, nil, 1, 0, 0
-	}
-	for _, it := range list {
-		sp := it.Mechanism.specs()
-		du, dl, e, ok := blockParts(sp)
-		if !ok || it.Count > maxBlockCount {
-			out = append(out, it)
-			continue
-		}
-		for range it.Count {
-			if atoms*len(du.Loss) > maxBlockAtoms {
-				flush()
-			}
-			if up == nil {
-				up, lo = du, dl
-			} else {
-				up, lo = Product(up, du, 0, true), Product(lo, dl, 0, false)
-			}
-			atoms *= len(du.Loss)
-			n++
-			relErr += e + 4*u
-		}
-	}
-	flush()
-	return out
-}
-
-// blockParts returns the upper and lower discrete forms of a symmetric mechanism that
-// blocks takes, and their relative mass error.
-func blockParts(sp []spec) (up, lo *Discrete, relErr float64, ok bool) {
-	if len(sp) != 1 {
-		return nil, nil, 0, false
-	}
-	switch s := sp[0].(type) {
-	case *atomSpec:
-		if s.qNegInf != s.pInf {
-			return nil, nil, 0, false
-		}
-		d := &Discrete{Loss: s.loss, Mass: s.p, InfMass: s.pInf}
-		return d, d, s.relErr, true
-	}
-	return nil, nil, 0, false
-}
-
-// blockMechanism is an exactly composed block of releases (see blocks): its upper and
-// lower discrete forms.
-type blockMechanism struct {
-	up, lo *Discrete
-	n      int
-	relErr float64
-}
-
-func (b blockMechanism) Validate() error { return nil }
-func (b blockMechanism) String() string {
-	return fmt.Sprintf("block(%d releases, %d atoms)", b.n, len(b.up.Loss))
-}
-func (b blockMechanism) specs() []spec { return []spec{discreteSpec(b.up, b.relErr)} }
-
-// discreteSpec describes a discrete distribution as a pair, each atom's Q-mass being its
-// P-mass times e^(−loss); only P-masses enter the curves.
-func discreteSpec(d *Discrete, relErr float64) *atomSpec {
-	q := make([]float64, len(d.Loss))
-	for i, l := range d.Loss {
-		q[i] = d.Mass[i] * math.Exp(-l)
-	}
-	loss, p := d.Loss, d.Mass
-	if len(loss) == 0 {
-		loss, p, q = []float64{0}, []float64{0}, []float64{0}
-	}
-	return newAtomSpec(loss, p, q, math.Max(d.InfMass, 0), 0, relErr)
-}
-
-// pld discretises the block on spacing h: the upper form spread, the lower one merged
-// and mixed (discretize), and the lower form's negative InfMass (tracked error) kept.
-func (b blockMechanism) pld(h float64) *PLD {
-	up, _ := discretize(discreteSpec(b.up, b.relErr), h, 0)
-	_, lo := discretize(discreteSpec(b.lo, b.relErr), h, 0)
-	if b.lo.InfMass < 0 {
-		lo.InfMass = b.lo.InfMass
-	}
-	return &PLD{h: h, sides: []side{{up, lo}}}
 }
 
 // Exact reports whether the curve is exact (Gaussians only) rather than a bracket.

@@ -7,6 +7,7 @@ import (
 
 func benchCompose(b *testing.B, items []Item) {
 	b.Helper()
+	var w float64
 	for b.Loop() {
 		c, err := Compose(items, &Options{Delta: 1e-5})
 		if err != nil {
@@ -15,7 +16,9 @@ func benchCompose(b *testing.B, items []Item) {
 		if _, _, err := c.Epsilon(1e-5); err != nil {
 			b.Fatal(err)
 		}
+		w = c.Width(1e-5)
 	}
+	b.ReportMetric(w, "width")
 }
 
 // BenchmarkSelfCompose: 10^6-fold composition of one mechanism, bracketed at δ = 1e-5.

@@ -90,13 +90,16 @@ type outcome struct {
 	j    int64
 }
 
-// placeOnGrid is the lower discretisation's second step: it mixes neighbouring merged
-// outcomes so that every mixture has its loss exactly on a grid point (post-processing,
-// which can only lower the curve). Below the heaviest cell it sweeps upward: a carried
-// outcome (loss ≤ g) is completed with the fraction of the next one (loss ≥ g) that
-// brings the mixture to g; above it, it sweeps downward symmetrically. Sweeping toward the
-// mode keeps the carried mass smaller than the mass available to complete it. What is
-// left of the two sweeps is rounded down to the grid.
+// placeOnGrid is the lower discretisation's second step: it mixes merged outcomes so
+// that every mixture has its loss exactly on a grid point (post-processing, which can
+// only lower the curve). Below the heaviest cell it sweeps upward: a carried outcome
+// (loss ≤ g) is completed with the fraction of the next one (loss ≥ g) that brings the
+// mixture to g, or absorbs all of it when that is not enough; above the heaviest cell it
+// sweeps downward symmetrically. Sweeping toward the mode keeps the carried mass smaller
+// than the mass available to complete it. The two carries left at the mode are mixed
+// onto a grid point between them, and only what remains of one of them is rounded down
+// to the grid: at most one cell's mass moved down by less than h, so the whole step errs
+// to second order in h (rounding every outcome down would err to first order).
 func placeOnGrid(cells []outcome, h float64, out *Lattice) {
 	if len(cells) == 0 {
 		return
@@ -114,115 +117,164 @@ func placeOnGrid(cells []outcome, h float64, out *Lattice) {
 		}
 		out.Mass[min(i, int64(len(out.Mass))-1)] += p
 	}
+	// Outcomes that the sweeps cannot place wait in rest, for settle once all is emitted.
+	var rest []outcome
 	roundDown := func(c outcome) {
-		if c.p <= 0 {
-			return
-		}
-		g := c.j + 1
-		if c.q > 0 {
-			l := math.Log(c.p / c.q)
-			l -= 8*u*math.Abs(l) + 1e-300
-			g = min(g, int64(math.Floor(l/h)))
-		} else {
-			g = c.j + 1 // P-only mass: loss above its cell; its top is below it
-		}
-		emit(c.p, g)
-	}
-
-	// Upward over cells[0:m]: the carry has loss ≤ g·h.
-	var carry outcome
-	var g int64
-	for i := 0; i < m; i++ {
-		a := cells[i]
-		if carry.p == 0 && carry.q == 0 {
-			carry, g = a, a.j+1
-			continue
-		}
-		if a.j > g {
-			// Not adjacent: mixing outcomes farther apart than a cell would err more
-			// than rounding the carry down to the grid.
-			carry.j = g - 1
-			roundDown(carry)
-			carry, g = a, a.j+1
-			continue
-		}
-		for a.p > 0 {
-			ea := excess(a.p, a.q, float64(g)*h)
-			if ea <= 0 {
-				carry.p, carry.q = carry.p+a.p, carry.q+a.q
-				break
-			}
-			ec := excess(carry.p, carry.q, float64(g)*h)
-			f := -ec / ea * (1 + 1e-9) // rounded up: the mixture's loss is ≥ g
-			if f >= 1 {
-				carry.p, carry.q = carry.p+a.p, carry.q+a.q
-				break
-			}
-			emit(carry.p+f*a.p, g)
-			carry = outcome{a.p * (1 - f), a.q * (1 - f), a.j}
-			g = a.j + 1
-			break
+		if c.p > 0 {
+			rest = append(rest, c)
 		}
 	}
-	up, gUp := carry, g
 
-	// Downward over cells[m:]: the carry has loss ≥ g·h.
-	carry = outcome{}
+	// Upward over cells[0:m]: the carry's loss is ≤ g·h; it ends below the mode.
+	var up outcome
+	var gUp int64
+	for _, a := range cells[:m] {
+		if up.p == 0 && up.q == 0 {
+			up, gUp = a, a.j+1
+			continue
+		}
+		gl := float64(gUp) * h
+		ea := excess(a.p, a.q, gl)
+		if ea <= 0 { // a is not above g (rounding): it joins the carry
+			up.p, up.q = up.p+a.p, up.q+a.q
+			continue
+		}
+		f := -excess(up.p, up.q, gl) / ea * (1 + 1e-9) // rounded up: the mixture's loss is ≥ g
+		if f >= 1 {                                    // not enough to lift the carry to g: absorb a, keep g
+			up.p, up.q = up.p+a.p, up.q+a.q
+			continue
+		}
+		emit(up.p+f*a.p, gUp)
+		up, gUp = outcome{a.p * (1 - f), a.q * (1 - f), a.j}, a.j+1
+	}
+
+	// Downward over cells[m:]: the carry's loss is ≥ g·h.
+	var down outcome
+	var gDown int64
 	for i := len(cells) - 1; i >= m; i-- {
 		a := cells[i]
-		if carry.p == 0 && carry.q == 0 {
-			carry, g = a, a.j
+		if down.p == 0 && down.q == 0 {
+			down, gDown = a, a.j
 			continue
 		}
-		if a.j+1 < g { // not adjacent: see the upward sweep
-			roundDown(carry)
-			carry, g = a, a.j
+		gl := float64(gDown) * h
+		ec := excess(down.p, down.q, gl)
+		if ec <= 0 { // the carry is not above g (rounding): round it down, start afresh
+			roundDown(down)
+			down, gDown = a, a.j
 			continue
 		}
-		gl := float64(g) * h
 		ea := excess(a.p, a.q, gl)
-		if ea >= 0 {
-			// Not below g (cannot happen for a lower cell; keep it safe): round it down.
-			roundDown(a)
-			continue
-		}
-		ec := excess(carry.p, carry.q, gl)
-		if ec <= 0 {
-			roundDown(carry)
-			carry, g = a, a.j
+		if ea >= 0 { // a is not below g (rounding): it joins the carry
+			down.p, down.q = down.p+a.p, down.q+a.q
 			continue
 		}
 		f := ec / -ea * (1 - 1e-9) // rounded down: the mixture's loss is ≥ g
-		if f >= 1 {
-			carry.p, carry.q = carry.p+a.p, carry.q+a.q
+		if f >= 1 {                // a cannot bring the carry down to g: absorb it, keep g
+			down.p, down.q = down.p+a.p, down.q+a.q
 			continue
 		}
-		emit(carry.p+f*a.p, g)
-		carry, g = outcome{a.p * (1 - f), a.q * (1 - f), a.j}, a.j
-	}
-
-	// Where the sweeps meet at one grid point, mix what is left of both onto it (the
-	// upward carry is below it, the downward one above); round down the rest.
-	if up.p > 0 && carry.p > 0 && gUp == g {
-		gl := float64(g) * h
-		eu, ed := excess(up.p, up.q, gl), excess(carry.p, carry.q, gl)
-		if eu <= 0 && ed > 0 {
-			if f := -eu / ed * (1 + 1e-9); f < 1 { // all of up, part of the downward carry
-				emit(up.p+f*carry.p, g)
-				up, carry = outcome{}, outcome{carry.p * (1 - f), carry.q * (1 - f), carry.j}
-			} else if f := ed / -eu * (1 - 1e-9); f < 1 { // all of it, part of up
-				emit(carry.p+f*up.p, g)
-				up, carry = outcome{up.p * (1 - f), up.q * (1 - f), up.j}, outcome{}
-			}
-		}
+		emit(down.p+f*a.p, gDown)
+		down, gDown = outcome{a.p * (1 - f), a.q * (1 - f), a.j}, a.j
 	}
 	if up.p > 0 {
 		up.j = gUp - 1
-		roundDown(up)
 	}
-	if carry.p > 0 {
-		roundDown(carry)
+	meet(&up, &down, h, emit)
+	roundDown(up)
+	roundDown(down)
+	for _, c := range rest {
+		settle(c, h, out, emit)
 	}
+}
+
+// settle places an outcome that the sweeps left off the grid. Its loss l is between grid
+// points g and g+1: mixed with the fraction of the mass already placed at g−1 that brings
+// the mixture's loss to g, it lands on the grid at a cost second order in h, where
+// rounding it down to g would cost first order. Without enough mass at g−1 it is rounded
+// down (to its cell's top when it has no Q-mass: its loss is then above the cell, or +∞).
+func settle(c outcome, h float64, out *Lattice, emit func(float64, int64)) {
+	if c.q <= 0 {
+		emit(c.p, c.j+1)
+		return
+	}
+	g := min(c.j+1, int64(math.Floor(lossDown(c.p, c.q)/h)))
+	if i := g - 1 - out.Offset; i >= 0 && i < int64(len(out.Mass)) && out.Mass[i] > 0 {
+		// The placed mass M has loss ≥ (g−1)h (placing rounds down); taking it as exactly
+		// (g−1)h, with its Q-mass rounded up, only lowers the mixture's loss.
+		M := out.Mass[i]
+		gl := float64(g) * h
+		qa := M * math.Exp(-float64(g-1)*h) * (1 + 4*u)
+		if ec, ea := excess(c.p, c.q, gl), excess(M, qa, gl); ec > 0 && ea < 0 {
+			if t := ec / -ea * (1 + 1e-9); t <= 1 { // rounded up: the mixture's loss is ≥ g
+				out.Mass[i] -= t * M
+				emit(c.p+t*M, g)
+				return
+			}
+		}
+	}
+	emit(c.p, g)
+}
+
+// meet mixes the two carries left by placeOnGrid's sweeps onto a grid point between
+// their losses, when there is one: all of one carry and the fraction of the other that
+// puts the mixture exactly there are emitted, and the carries keep what is left (which
+// the caller rounds down). Of the grid points between the two losses it takes the one
+// whose leftover loses least when rounded down (mass times distance to the grid point
+// below).
+func meet(a, b *outcome, h float64, emit func(float64, int64)) {
+	if a.p <= 0 || b.p <= 0 || a.q <= 0 || b.q <= 0 {
+		return
+	}
+	lo, hi := a, b
+	if lossDown(a.p, a.q) > lossDown(b.p, b.q) {
+		lo, hi = b, a
+	}
+	gLo := int64(math.Ceil(math.Log(lo.p/lo.q) / h))
+	gHi := int64(math.Floor(lossDown(hi.p, hi.q) / h))
+	type plan struct {
+		g            int64
+		emitP        float64
+		newLo, newHi outcome
+		cost         float64
+	}
+	var best *plan
+	leftCost := func(c outcome) float64 {
+		if c.p <= 0 {
+			return 0
+		}
+		l := math.Log(c.p/c.q) / h
+		return c.p * (l - math.Floor(l))
+	}
+	for g := gLo; g <= gHi && g-gLo < 8; g++ {
+		gl := float64(g) * h
+		el, eh := excess(lo.p, lo.q, gl), excess(hi.p, hi.q, gl)
+		if el > 0 || eh <= 0 {
+			continue // rounding put a loss on the wrong side of g
+		}
+		var pl plan
+		if f := -el / eh * (1 + 1e-9); f <= 1 { // rounded up: the mixture's loss is ≥ g
+			pl = plan{g: g, emitP: lo.p + f*hi.p, newHi: outcome{hi.p * (1 - f), hi.q * (1 - f), hi.j}}
+		} else {
+			f := eh / -el * (1 - 1e-9) // rounded down: the mixture's loss is ≥ g
+			pl = plan{g: g, emitP: hi.p + f*lo.p, newLo: outcome{lo.p * (1 - f), lo.q * (1 - f), lo.j}}
+		}
+		pl.cost = leftCost(pl.newLo) + leftCost(pl.newHi)
+		if best == nil || pl.cost < best.cost {
+			best = &pl
+		}
+	}
+	if best == nil {
+		return // both in one cell: no grid point between them
+	}
+	emit(best.emitP, best.g)
+	*lo, *hi = best.newLo, best.newHi
+}
+
+// lossDown returns ln(p/q) lowered by a bound on its rounding error.
+func lossDown(p, q float64) float64 {
+	l := math.Log(p / q)
+	return l - 8*u*math.Abs(l) - 1e-300
 }
 
 // splitFraction returns θ of the upper split of a cell (a, b] holding P-mass p and

@@ -92,6 +92,20 @@ func (p *PLD) rediscretize(h float64) *PLD {
 	return out
 }
 
+// discreteSpec describes a discrete distribution as a pair, each atom's Q-mass being its
+// P-mass times e^(−loss); only P-masses enter the curves.
+func discreteSpec(d *Discrete, relErr float64) *atomSpec {
+	q := make([]float64, len(d.Loss))
+	for i, l := range d.Loss {
+		q[i] = d.Mass[i] * math.Exp(-l)
+	}
+	loss, p := d.Loss, d.Mass
+	if len(loss) == 0 {
+		loss, p, q = []float64{0}, []float64{0}, []float64{0}
+	}
+	return newAtomSpec(loss, p, q, math.Max(d.InfMass, 0), 0, relErr)
+}
+
 func latticeSpec(l *Lattice) spec {
 	d := &Discrete{InfMass: l.InfMass}
 	for i, m := range l.Mass {
