@@ -41,7 +41,7 @@ func BenchmarkEpsilonDistinct(b *testing.B) {
 	for _, c := range []struct {
 		n   int
 		tol float64
-	}{{20, 1e-6}, {100, 1e-2}, {100, 1e-3}, {1000, 1e-2}, {10_000, 1e-2}} {
+	}{{20, 1e-6}, {100, 1e-3}, {1000, 1e-3}, {10_000, 1e-2}, {10_000, 1e-3}, {10_000, 1e-4}} {
 		b.Run(fmt.Sprintf("n=%d/tol=%g", c.n, c.tol), func(b *testing.B) {
 			ms := distinctWorkload(c.n, 0.005, 0.02)
 			var w float64

@@ -16,9 +16,6 @@ const DefaultTolerance = 1e-6
 // maxExactAtoms bounds the support enumerated by the exact product of binomials.
 const maxExactAtoms = 2_000_000
 
-// maxLatticeBins bounds the lattice used for certified brackets (memory: 8 bytes a bin).
-const maxLatticeBins = 1 << 22
-
 // Options tunes NewCurve and the functions built on it. The zero value is ready to use.
 type Options struct {
 	// Tolerance is the largest relative width (upper − lower)/upper accepted for a
@@ -45,9 +42,11 @@ type Curve struct {
 	floor, keep  float64
 	maxLoss      float64
 	upper, lower *pld.Discrete
-	exact        bool
-	tol          float64
-	h            float64 // lattice spacing when bracketed, 0 when exact
+	// cond is the bracketed curve conditioned on no δ-event (nil when exact): its
+	// intersected lattice brackets replace upper and lower in Delta and Epsilon.
+	cond  *pld.Composition
+	exact bool
+	tol   float64
 }
 
 // NewCurve computes the optimal composition curve of the workload ms. With few distinct
@@ -99,11 +98,9 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float6
 		c.upper, c.lower = exactProduct(eps, counts)
 	default:
 		c.exact = false
-		probe := func() float64 { return c.width(targetDelta) }
-		if targetDelta == 0 && len(targetEps) > 0 {
-			probe = func() float64 { return c.deltaWidth(targetEps[0]) }
+		if err := c.bracket(eps, counts, targetDelta, targetEps); err != nil {
+			return nil, err
 		}
-		c.bracket(eps, counts, targetDelta, probe)
 	}
 	return c, nil
 }
@@ -173,9 +170,10 @@ func (c *Curve) Delta(eps float64) (upper, lower float64, err error) {
 	if eps >= c.maxLoss {
 		return c.floor, c.floor, nil
 	}
-	upper = c.floor + c.keep*c.upper.Delta(eps)
+	du, dl := c.condDelta(eps)
+	upper = c.floor + c.keep*du
 	upper = math.Min(1, math.Nextafter(math.Nextafter(upper, 2), 2))
-	lower = math.Max(c.floor, c.floor+c.keep*c.lower.Delta(eps))
+	lower = math.Max(c.floor, c.floor+c.keep*dl)
 	lower = math.Max(0, math.Nextafter(math.Nextafter(lower, -1), -1))
 	if lower > upper {
 		lower = upper
@@ -197,7 +195,7 @@ func (c *Curve) Epsilon(delta float64) (upper, lower float64, err error) {
 	upper = c.maxLoss
 	if t := (delta - c.floor) / c.keep; c.keep > 0 {
 		// Invert the upper curve, then confirm with the full formula (rounded up).
-		e := c.upper.Epsilon(t)
+		e, el := c.condEpsilon(t)
 		for i := 0; e < upper && i < 64; i++ {
 			d, _, _ := c.Delta(e)
 			if d <= delta {
@@ -206,10 +204,29 @@ func (c *Curve) Epsilon(delta float64) (upper, lower float64, err error) {
 			e = math.Nextafter(e, math.Inf(1)) + math.Abs(e)*0x1p-50*float64(int(1)<<i)
 		}
 		upper = math.Min(upper, e)
-		lower = math.Min(upper, c.lower.Epsilon(t))
+		lower = math.Min(upper, el)
 		lower = math.Max(0, lower-math.Abs(lower)*0x1p-48)
 	}
 	return upper, lower, nil
+}
+
+// condDelta returns the upper and lower δ(ε) of the composition conditioned on no
+// δ-event.
+func (c *Curve) condDelta(eps float64) (upper, lower float64) {
+	if c.cond != nil {
+		upper, lower, _ = c.cond.Delta(eps)
+		return upper, lower
+	}
+	return c.upper.Delta(eps), c.lower.Delta(eps)
+}
+
+// condEpsilon returns the upper and lower ε at conditional δ t.
+func (c *Curve) condEpsilon(t float64) (upper, lower float64) {
+	if c.cond != nil {
+		upper, lower, _ = c.cond.Epsilon(t)
+		return upper, lower
+	}
+	return c.upper.Epsilon(t), c.lower.Epsilon(t)
 }
 
 // belowFloor is the error for a total δ that no ε reaches.

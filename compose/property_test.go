@@ -131,11 +131,12 @@ func TestHeterogeneousBruteForce(t *testing.T) {
 	}
 }
 
-// A certified bracket must contain the exact value and shrink as the tolerance does.
+// A certified bracket must meet the tolerance asked for, and not widen as it shrinks.
 func TestBracketShrinks(t *testing.T) {
 	ms := distinctWorkload(40, 0.02, 0.1)
 	var widths []float64
-	for _, tol := range []float64{1e-1, 1e-2, 1e-3} {
+	tols := []float64{1e-1, 1e-2, 1e-3, 1e-5}
+	for _, tol := range tols {
 		r, err := Epsilon(ms, 1e-6, &Options{Tolerance: tol})
 		if err != nil {
 			t.Fatal(err)
@@ -145,8 +146,10 @@ func TestBracketShrinks(t *testing.T) {
 		}
 		widths = append(widths, (r.Epsilon-r.Lower)/r.Epsilon)
 	}
-	if !(widths[2] < widths[1] && widths[1] < widths[0]) || widths[2] > 1e-3 {
-		t.Fatalf("widths %v do not shrink to the tolerance", widths)
+	for i, w := range widths {
+		if w > tols[i] || (i > 0 && w > widths[i-1]) {
+			t.Fatalf("widths %v do not shrink to the tolerances %v", widths, tols)
+		}
 	}
 }
 

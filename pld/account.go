@@ -26,6 +26,9 @@ type Options struct {
 	Tolerance float64
 	// Delta is the total δ at which the width is measured (default 1e-6), in (0, 1).
 	Delta float64
+	// Epsilon, when set (finite, > 0), measures the width as the relative width
+	// (upper − lower)/upper of the δ bracket at this total ε instead.
+	Epsilon float64
 	// MaxBins bounds the lattice (default 2^21 bins): past it the best bracket found is
 	// returned and Width says how wide it is.
 	MaxBins int
@@ -62,12 +65,16 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		if opts.MaxBins != 0 {
 			o.MaxBins = opts.MaxBins
 		}
+		o.Epsilon = opts.Epsilon
 	}
 	if math.IsNaN(o.Tolerance) || o.Tolerance <= 0 || o.Tolerance >= 1 {
 		return nil, paramErr("tolerance", o.Tolerance, "in (0, 1)")
 	}
 	if math.IsNaN(o.Delta) || o.Delta <= 0 || o.Delta >= 1 {
 		return nil, paramErr("delta", o.Delta, "in (0, 1)")
+	}
+	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon < 0 {
+		return nil, paramErr("epsilon", o.Epsilon, "a finite number ≥ 0 (0: measure the width at Delta)")
 	}
 	if len(items) == 0 {
 		return nil, paramErr("items", 0, "at least one mechanism")
@@ -168,11 +175,11 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	worse := 0
 	h0 := h
 	for round := 0; ; round++ {
-		prev := c.Width(o.Delta)
+		prev := c.target()
 		refine := int(math.Round(math.Log2(h0 / h)))
 		c.pld = composeOnLattice(list, h, eta, refine)
 		c.all = append(c.all, c.pld)
-		w := c.Width(o.Delta)
+		w := c.target()
 		if round > 0 && w > prev/1.5 {
 			worse++
 		}
@@ -298,6 +305,34 @@ func (c *Composition) Epsilon(delta float64) (upper, lower float64, err error) {
 		return upper, lower, &dpkit.InfeasibleError{Msg: "total δ is below the probability of the mechanisms' δ-events (or of losses the lattice sent to +∞)"}
 	}
 	return upper, lower, nil
+}
+
+// target returns the width Compose refines: of the ε bracket at Options.Delta, or of
+// the δ bracket at Options.Epsilon when that is set.
+func (c *Composition) target() float64 {
+	if c.opts.Epsilon == 0 {
+		return c.Width(c.opts.Delta)
+	}
+	if c.pld == nil {
+		return 0
+	}
+	u, l, _ := c.Delta(c.opts.Epsilon)
+	if u == 0 {
+		return 0
+	}
+	return (u - l) / u
+}
+
+// Bounds returns the upper and lower distributions of the finest lattice computed (nil
+// when the curve is exact): their δ(ε) bracket the true curve, and their atoms are the
+// losses where it bends. For a pair whose two neighbour orders differ they are those
+// of the remove direction.
+func (c *Composition) Bounds() (upper, lower *Discrete) {
+	if c.pld == nil {
+		return nil, nil
+	}
+	up, lo := c.pld.discretes()
+	return up[0], lo[0]
 }
 
 // Width returns the relative width (upper − lower)/upper of the ε bracket at delta
