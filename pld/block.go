@@ -8,10 +8,14 @@ import (
 )
 
 // maxBlockAtoms bounds the number of loss sums of one exactly composed block (see
-// blocks), and maxBlockCount the count of an item that is split into blocks.
+// blocks); maxBlockCount bounds the count of an item that is split into blocks, and
+// maxBlockReleases the releases put in blocks in all (each costs about
+// maxBlockAtoms/log2(maxBlockAtoms) operations per lattice).
 const (
-	maxBlockAtoms = 1 << 14
-	maxBlockCount = 16
+	maxBlockAtoms    = 1 << 14
+	maxBlockCount    = 1 << 12
+	maxBlockReleases = 1 << 16
+	maxBlockSingle   = 16
 )
 
 // blocks replaces releases of mechanisms whose loss is a few atoms ((ε, δ) pairs,
@@ -25,22 +29,39 @@ const (
 // Releases are sorted by their largest loss and dealt to the blocks in turn, so that
 // every block mixes small and large losses: a block of nearly equal losses would have
 // its atoms in a few clumps (a binomial), which a lattice finer than the clumps cannot
-// mix well. (Laplace and geometric releases were tried as blocks of their
-// discretisations, and were worse than their own aligned lattices: they are not
+// mix well. For the same reason one mechanism repeated many times is better
+// self-composed on a lattice aligned with its atoms (exact there): blocks take an item
+// of count above maxBlockSingle only when other few-atom items are there to mix with,
+// and take the items of smallest counts first, up to maxBlockReleases releases in all.
+// (Laplace and geometric releases were tried as blocks of their discretisations on
+// grids of half their atom unit, alone and dealt among (ε, δ) releases, and were worse
+// than their own aligned lattices: a block of them is a few heavy clumps. They are not
 // blocked.)
 func blocks(list []Item) []Item {
 	var out []Item
+	type cand struct {
+		it Item
+		sp *atomSpec
+	}
+	var cands []cand
+	for _, it := range list {
+		if sp, ok := blockPart(it.Mechanism.specs()); ok && it.Count <= maxBlockCount {
+			cands = append(cands, cand{it, sp})
+		} else {
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].it.Count < cands[j].it.Count })
 	var rel []*atomSpec
 	bits := 0.0
-	for _, it := range list {
-		sp, ok := blockPart(it.Mechanism.specs())
-		if !ok || it.Count > maxBlockCount {
-			out = append(out, it)
+	for _, c := range cands {
+		if (len(cands) == 1 && c.it.Count > maxBlockSingle) || len(rel)+int(c.it.Count) > maxBlockReleases {
+			out = append(out, c.it)
 			continue
 		}
-		for range it.Count {
-			rel = append(rel, sp)
-			bits += math.Log2(float64(len(sp.loss)))
+		for range c.it.Count {
+			rel = append(rel, c.sp)
+			bits += math.Log2(float64(len(c.sp.loss)))
 		}
 	}
 	if len(rel) == 0 {
