@@ -205,33 +205,72 @@ const maxRounds = 6
 
 // composeOnLattice composes the items on the lattice of spacing h. A mechanism whose
 // loss has atoms on multiples of a unit is first self-composed on its own lattice, of
-// spacing unit/2^j ≤ h (refined with h: refine halvings so far), which holds the atoms exactly (so its lower bound stays tight),
-// and the result is then re-discretised onto h (rediscretize: a spread for the upper
-// bound, merging and mixing for the lower one, both second order in h).
+// spacing unit/2^j ≤ h (refined with h: refine halvings so far), which holds the atoms
+// exactly (so its lower bound stays tight), and the result is then re-discretised onto h
+// (rediscretize: a spread for the upper bound, merging and mixing for the lower one).
+//
+// The spread errs to second order in h whatever it spreads; merging and mixing does so
+// only for a smooth distribution, and a self-composed group is a comb (a binomial of
+// atoms 2ε apart, for Laplace with a little mass between the teeth): with teeth several
+// cells apart, mixing must reach across empty cells and errs to first order. So each
+// such group is first composed, on its own lattice, with a smooth partner: a block
+// (partners), or else a share of the workload's Gaussian (split so that the μ² add up
+// to the whole, which is exact). The comb convolved with a bump wider than its teeth
+// is smooth.
 func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 	ps := make([]*PLD, 0, len(items))
+	var partners []blockMechanism
+	var gauss *Gaussian
+	var groups []Item
 	for _, it := range items {
-		if b, ok := it.Mechanism.(blockMechanism); ok {
-			ps = append(ps, b.pld(h))
-			continue
+		switch m := it.Mechanism.(type) {
+		case blockMechanism:
+			partners = append(partners, m)
+		case Gaussian:
+			gauss = &m
+		default:
+			groups = append(groups, it)
 		}
-		hg := h
-		if unit := it.Mechanism.specs()[0].atomUnit(); unit > 0 {
-			hg = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
-			// Keep the group's own lattice within maxGroupBins bins.
-			w := 30 * math.Sqrt(float64(it.Count)*it.Mechanism.specs()[0].variance())
-			for hg < h && w/hg > maxGroupBins {
-				hg *= 2
-			}
+	}
+	// Each group that will be re-discretised takes one partner; Gaussian shares go to
+	// those left without a block.
+	lumpy := 0
+	for _, it := range groups {
+		if groupSpacing(it, h, refine) != h && len(items) > 1 {
+			lumpy++
 		}
+	}
+	var share float64 // μ² of each Gaussian share
+	if gauss != nil && lumpy > len(partners) {
+		share = gauss.Mu() * gauss.Mu() / float64(lumpy-len(partners)+1)
+	}
+	for _, it := range groups {
+		hg := groupSpacing(it, h, refine)
 		p := newPLD(hg, eta, it.Mechanism.specs()...)
 		if it.Count > 1 {
 			p, _ = p.SelfCompose(it.Count)
 		}
 		if hg != h && len(items) > 1 {
+			switch {
+			case len(partners) > 0:
+				p, _ = p.Compose(partners[len(partners)-1].pld(hg))
+				partners = partners[:len(partners)-1]
+			case share > 0:
+				p, _ = p.Compose(newPLD(hg, eta, gaussianSpec{math.Sqrt(share)}))
+			}
 			p = p.rediscretize(h)
 		}
 		ps = append(ps, p)
+	}
+	for _, b := range partners {
+		ps = append(ps, b.pld(h))
+	}
+	if gauss != nil {
+		mu := gauss.Mu()
+		if share > 0 { // what the shares left
+			mu = math.Sqrt(share)
+		}
+		ps = append(ps, newPLD(h, eta, gaussianSpec{mu}))
 	}
 	for len(ps) > 1 {
 		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })
@@ -246,6 +285,23 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 		ps = next
 	}
 	return ps[0]
+}
+
+// groupSpacing returns the spacing of the lattice an item is self-composed on: for a
+// loss with atoms on multiples of a unit, unit/2^j ≤ h/2^refine (refined with h), so the
+// atoms are on the lattice, within maxGroupBins bins; else h.
+func groupSpacing(it Item, h float64, refine int) float64 {
+	sp := it.Mechanism.specs()[0]
+	unit := sp.atomUnit()
+	if unit <= 0 {
+		return h
+	}
+	hg := unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
+	w := 30 * math.Sqrt(float64(it.Count)*sp.variance())
+	for hg < h && w/hg > maxGroupBins {
+		hg *= 2
+	}
+	return hg
 }
 
 // Exact reports whether the curve is exact (Gaussians only) rather than a bracket.

@@ -103,3 +103,66 @@ func TestBlocksDealt(t *testing.T) {
 		t.Errorf("width %g > %g", w, DefaultTolerance)
 	}
 }
+
+// gaussHockey is δ(ε') of μ-GDP at any real ε' (the integral E[(1 − e^(ε'−L))₊] for
+// L ~ N(μ²/2, μ²), Balle & Wang 2018 Thm 8), from math.Erfc.
+func gaussHockey(mu, e float64) float64 {
+	phi := func(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+	return phi(-e/mu+mu/2) - math.Exp(e)*phi(-e/mu-mu/2)
+}
+
+// A comb (a repeated (ε, 0) pair self-composed on its own lattice) is composed with a
+// smooth partner before it is put on the common lattice: a block when there is one, a
+// share of the Gaussian otherwise. Both paths must bracket the exact curve: the
+// binomial times the block's enumeration (Product), and Σ_j p_j·δ_G(ε − l_j) over the
+// binomial's atoms for the Gaussian.
+func TestCombPartnersBracketExact(t *testing.T) {
+	comb, _ := CanonicalComposition(0.01, 5000, TailFine)
+	// Comb + block of 12 distinct ε.
+	items := []Item{{EpsilonDelta{Epsilon: 0.01}, 5000}}
+	var block *Discrete
+	for i := range 12 {
+		e := 0.02 + 0.003*float64(i)
+		items = append(items, Item{EpsilonDelta{Epsilon: e}, 1})
+		d, _ := NewDiscrete([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
+		if block == nil {
+			block = d
+		} else {
+			block = Product(block, d, 0, true)
+		}
+	}
+	exact := Product(comb, block, 0, true)
+	c, err := Compose(items, &Options{Tolerance: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eps := range []float64{0.3, 1, 2, 3.5} {
+		want := exact.Delta(eps)
+		if up, lo, _ := c.Delta(eps); up < want*(1-1e-12) || lo > want*(1+1e-12) {
+			t.Errorf("comb+block, ε=%g: [%.15g, %.15g] misses exact %.15g", eps, lo, up, want)
+		}
+	}
+	if w := c.Width(1e-6); w > 1e-4 {
+		t.Errorf("comb+block: width %g > 1e-4", w)
+	}
+
+	// Comb + Gaussian μ = 0.5 (σ = 2), no block: the Gaussian is shared.
+	c, err = Compose([]Item{{EpsilonDelta{Epsilon: 0.01}, 5000}, {EpsilonDelta{Epsilon: 0.013}, 7000}, {Gaussian{Sigma: 2, Sensitivity: 1}, 1}}, &Options{Tolerance: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comb2, _ := CanonicalComposition(0.013, 7000, TailFine)
+	both := Product(comb, comb2, 1e-300, true)
+	for _, eps := range []float64{0.5, 1.5, 3} {
+		want := 0.0
+		for j, l := range both.Loss {
+			want += both.Mass[j] * gaussHockey(0.5, eps-l)
+		}
+		if up, lo, _ := c.Delta(eps); up < want*(1-1e-9) || lo > want*(1+1e-9) {
+			t.Errorf("combs+Gaussian, ε=%g: [%.15g, %.15g] misses exact %.15g", eps, lo, up, want)
+		}
+	}
+	if w := c.Width(1e-6); w > 1e-4 {
+		t.Errorf("combs+Gaussian: width %g > 1e-4", w)
+	}
+}
