@@ -15,7 +15,6 @@ const (
 	maxBlockAtoms    = 1 << 14
 	maxBlockCount    = 1 << 12
 	maxBlockReleases = 1 << 16
-	maxBlockSingle   = 16
 )
 
 // blocks replaces releases of mechanisms whose loss is a few atoms ((ε, δ) pairs,
@@ -30,9 +29,9 @@ const (
 // every block mixes small and large losses: a block of nearly equal losses would have
 // its atoms in a few clumps (a binomial), which a lattice finer than the clumps cannot
 // mix well. For the same reason one mechanism repeated many times is better
-// self-composed on a lattice aligned with its atoms (exact there): blocks take an item
-// of count above maxBlockSingle only when other few-atom items are there to mix with,
-// and take the items of smallest counts first, up to maxBlockReleases releases in all.
+// self-composed on a lattice aligned with its atoms (exact there): blocks are formed only
+// when two or more few-atom items are there to mix, and take the items of smallest
+// counts first, up to maxBlockReleases releases in all.
 // (Laplace and geometric releases were tried as blocks of their discretisations on
 // grids of half their atom unit, alone and dealt among (ε, δ) releases, and were worse
 // than their own aligned lattices: a block of them is a few heavy clumps. They are not
@@ -55,7 +54,7 @@ func blocks(list []Item) []Item {
 	var rel []*atomSpec
 	bits := 0.0
 	for _, c := range cands {
-		if (len(cands) == 1 && c.it.Count > maxBlockSingle) || len(rel)+int(c.it.Count) > maxBlockReleases {
+		if len(cands) == 1 || len(rel)+int(c.it.Count) > maxBlockReleases {
 			out = append(out, c.it)
 			continue
 		}

@@ -33,7 +33,7 @@ func exactCanonical(t *rapid.T, es, ds []float64) *Discrete {
 // adds lattice convolution and refinement, too.
 func TestBlocksBracketExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 14).Draw(t, "n")
+		n := rapid.IntRange(2, 14).Draw(t, "n")
 		es := make([]float64, n)
 		ds := make([]float64, n)
 		var items []Item

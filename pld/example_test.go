@@ -20,7 +20,7 @@ func ExampleCompose() {
 	}
 	up, lo, _ := c.Epsilon(1e-5)
 	fmt.Printf("ε ∈ [%.4f, %.4f]\n", lo, up)
-	// Output: ε ∈ [6.3078, 6.3081]
+	// Output: ε ∈ [6.3078, 6.3083]
 }
 
 // Gaussians alone compose exactly: μ² adds up.

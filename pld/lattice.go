@@ -22,7 +22,8 @@ type Lattice struct {
 
 // Discrete returns the lattice as a Discrete bound: for upper, Err is added at +∞ (every
 // δ(ε) rises by Err); for lower, it is subtracted (InfMass may then be negative, which
-// only lowers every δ(ε) by Err). Losses are rounded outward by one ulp.
+// only lowers every δ(ε) by Err). Losses are rounded outward by two ulps (covering the
+// rounding of the spacing and of the atoms a spec places on grid points).
 func (l *Lattice) Discrete(upper bool) *Discrete {
 	d := &Discrete{}
 	dir := math.Inf(-1)
@@ -33,7 +34,7 @@ func (l *Lattice) Discrete(upper bool) *Discrete {
 		if m <= 0 {
 			continue
 		}
-		d.Loss = append(d.Loss, math.Nextafter(l.H*float64(l.Offset+int64(i)), dir))
+		d.Loss = append(d.Loss, math.Nextafter(math.Nextafter(l.H*float64(l.Offset+int64(i)), dir), dir))
 		d.Mass = append(d.Mass, m)
 	}
 	if upper {

@@ -342,14 +342,31 @@ func (s discreteLaplaceSpec) mass(x1, x2 int64) (p, q float64) {
 }
 
 func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
-	// loss ∈ (a, b] ⟺ (d − b·t)/2 ≤ x < (d − a·t)/2
+	// loss ∈ (a, b] ⟺ (d − b·t)/2 ≤ x < (d − a·t)/2; the estimates are then corrected
+	// against the losses as computed in float64, (d − 2x)·fl(1/t): an integer times the
+	// atom unit, as the aligned lattice's grid points are (unit/2^j times an integer), so
+	// an atom on a grid point is found in the cell it tops. fl(1/t) is within u of 1/t: the
+	// lattice read-out's outward rounding of losses (Lattice.Discrete) covers it.
 	d := float64(s.d)
-	x1 := math.Ceil((d - b*s.t) / 2)
-	x2 := math.Ceil((d-a*s.t)/2) - 1
-	if math.IsInf(a, -1) {
-		x2 = d
+	unit := s.atomUnit()
+	loss := func(x float64) float64 { return (d - 2*x) * unit } // decreasing in x
+	x1 := math.Max(math.Ceil((d-b*s.t)/2), 0)
+	for x1 > 0 && loss(x1-1) <= b {
+		x1--
 	}
-	x1, x2 = math.Max(x1, 0), math.Min(x2, d)
+	for x1 <= d && loss(x1) > b {
+		x1++
+	}
+	x2 := d
+	if !math.IsInf(a, -1) {
+		x2 = math.Min(math.Ceil((d-a*s.t)/2)-1, d)
+		for x2 < d && loss(x2+1) > a {
+			x2++
+		}
+		for x2 >= 0 && loss(x2) <= a {
+			x2--
+		}
+	}
 	if x2 < x1 {
 		return 0, 0, 0
 	}
