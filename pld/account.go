@@ -151,7 +151,16 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	// lattice reaches MaxBins.
 	// The spacing also resolves each group of identical mechanisms (a sixteenth of its
 	// standard deviation), since every group is re-discretised onto it.
+	// Tails: each release's support may leave out eta at each end, and each composition
+	// may trim eta more (upper: moved to +∞ or the lowest bin; lower: dropped). With at
+	// most total + 130·len(list) such steps, the upper curve rises by at most half of
+	// budget = Delta·Tolerance/100 (so ε(Delta) moves far less than the tolerance); read
+	// at much smaller δ it may stay above budget (valid, but loose there). When the width
+	// is measured at Options.Epsilon, where δ is not known beforehand, 1e-30 in all.
 	eta := 1e-30 / math.Max(total, 1)
+	if o.Epsilon == 0 {
+		eta = math.Max(eta, o.Delta*o.Tolerance/100/(2*(total+130*float64(len(list)))))
+	}
 	h := sd / 50
 	for _, it := range list {
 		if _, ok := it.Mechanism.(blockMechanism); ok {
@@ -196,10 +205,6 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	}
 }
 
-// maxGroupBins bounds the lattice on which a group of identical mechanisms with atoms
-// is self-composed before re-discretisation.
-const maxGroupBins = 1 << 18
-
 // maxRounds bounds the refinements of the lattice spacing (each halves it).
 const maxRounds = 6
 
@@ -232,11 +237,11 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 			groups = append(groups, it)
 		}
 	}
-	// Each group that will be re-discretised takes one partner; Gaussian shares go to
+	// Each comb that will be re-discretised takes one partner; Gaussian shares go to
 	// those left without a block.
 	lumpy := 0
 	for _, it := range groups {
-		if groupSpacing(it, h, refine) != h && len(items) > 1 {
+		if isComb(it, h, refine) && len(items) > 1 {
 			lumpy++
 		}
 	}
@@ -245,25 +250,29 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 		share = gauss.Mu() * gauss.Mu() / float64(lumpy-len(partners)+1)
 	}
 	for _, it := range groups {
-		hg := groupSpacing(it, h, refine)
+		hg, hMax := groupSpacing(it, h, refine, len(items) > 1)
 		p := newPLD(hg, eta, it.Mechanism.specs()...)
 		if it.Count > 1 {
-			p, _ = p.SelfCompose(it.Count)
+			p = p.selfComposeAdaptive(it.Count, hMax, coarseRatio*math.Exp2(float64(refine)))
 		}
-		if hg != h && len(items) > 1 {
-			switch {
-			case len(partners) > 0:
-				p, _ = p.Compose(partners[len(partners)-1].pld(hg))
-				partners = partners[:len(partners)-1]
-			case share > 0:
-				p, _ = p.Compose(newPLD(hg, eta, gaussianSpec{math.Sqrt(share)}))
+		if p.h != h && len(items) > 1 {
+			if isComb(it, h, refine) {
+				switch {
+				case len(partners) > 0:
+					p, _ = p.Compose(partners[len(partners)-1].pld(p.h))
+					partners = partners[:len(partners)-1]
+				case share > 0:
+					p, _ = p.Compose(newPLD(p.h, eta, gaussianSpec{math.Sqrt(share)}))
+				}
 			}
 			p = p.rediscretize(h)
 		}
 		ps = append(ps, p)
 	}
 	for _, b := range partners {
-		ps = append(ps, b.pld(h))
+		p := b.pld(h)
+		p.trim = eta
+		ps = append(ps, p)
 	}
 	if gauss != nil {
 		mu := gauss.Mu()
@@ -287,21 +296,61 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 	return ps[0]
 }
 
-// groupSpacing returns the spacing of the lattice an item is self-composed on: for a
-// loss with atoms on multiples of a unit, unit/2^j ≤ h/2^refine (refined with h), so the
-// atoms are on the lattice, within maxGroupBins bins; else h.
-func groupSpacing(it Item, h float64, refine int) float64 {
-	sp := it.Mechanism.specs()[0]
-	unit := sp.atomUnit()
-	if unit <= 0 {
-		return h
+// startRatio is the number of bins per standard deviation of one release on the
+// lattice a group starts on (times 2^refine): the discretisation of each release moves
+// the variance of the total by about 1/(3·startRatio²) of itself.
+const startRatio = 32
+
+// groupSpacing returns the spacing of the lattice an item starts on and the largest its
+// self-composition may coarsen to. A loss with atoms on multiples of a unit starts on
+// unit/2^j ≤ h/2^refine, so the atoms are on the lattice, and stays within the unit;
+// other losses start on h/2^j. Unless the loss is atoms only (then exact on its aligned
+// lattice), the start is also fine enough for startRatio·2^refine bins per standard
+// deviation of one release. With several items the largest spacing is h (the common
+// lattice); alone an item's own lattice is the answer, and may coarsen freely.
+func groupSpacing(it Item, h float64, refine int, several bool) (start, largest float64) {
+	sp := it.Mechanism.specs()
+	sd := 0.0
+	for _, s := range sp {
+		sd = math.Max(sd, math.Sqrt(s.variance()))
 	}
-	hg := unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
-	w := 30 * math.Sqrt(float64(it.Count)*sp.variance())
-	for hg < h && w/hg > maxGroupBins {
-		hg *= 2
+	target := sd / (startRatio * math.Exp2(float64(refine)))
+	largest = math.Inf(1)
+	if several {
+		largest = h
 	}
-	return hg
+	if unit := sp[0].atomUnit(); unit > 0 {
+		start = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
+		for target > 0 && start > target && !pureAtoms(sp[0]) {
+			start /= 2
+		}
+		return start, math.Min(largest, math.Max(start, unit))
+	}
+	start = h
+	for target > 0 && start > target {
+		start /= 2
+	}
+	return start, largest
+}
+
+// pureAtoms reports whether a spec's loss is atoms only (on multiples of its unit): on
+// an aligned lattice it is then exact, and needs no finer start.
+func pureAtoms(s spec) bool {
+	switch s.(type) {
+	case *atomSpec, discreteLaplaceSpec:
+		return true
+	}
+	return false
+}
+
+// isComb reports whether an item is self-composed on a lattice aligned with its atoms
+// other than the common one: the result is a comb of atoms (see composeOnLattice).
+func isComb(it Item, h float64, refine int) bool {
+	if it.Mechanism.specs()[0].atomUnit() <= 0 {
+		return false
+	}
+	start, _ := groupSpacing(it, h, refine, true)
+	return start != h
 }
 
 // Exact reports whether the curve is exact (Gaussians only) rather than a bracket.
@@ -443,7 +492,8 @@ func (c *Composition) TradeOff(alpha float64) (upper, lower float64, err error) 
 }
 
 // FitGaussianMu returns the smallest μ whose Gaussian-DP curve lies above the upper
-// curve at every loss value of the lattice with δ in [1e-15, 0.5] — the Gaussian DP that
+// curve at every loss value of the lattice with δ in [max(1e-15, 100·m), 0.5], m the upper
+// curve's mass at +∞ (δ-events, truncated tails, rounding error) — the Gaussian DP that
 // best describes the composition. It is a fit on the grid of losses, not a certificate
 // between grid points.
 func (c *Composition) FitGaussianMu() float64 {
@@ -454,6 +504,9 @@ func (c *Composition) FitGaussianMu() float64 {
 	var pts []point
 	up, _ := c.pld.discretes()
 	for _, d := range up {
+		// Below 100 times the mass at +∞ (δ-events, truncated tails, tracked error) the
+		// upper curve is that mass more than the shape of the loss: not fitted.
+		floor := math.Max(1e-15, 100*d.InfMass)
 		// δ at every atom in one downward pass (see tradeOff).
 		A, G := 0.0, 0.0
 		for i := len(d.Loss) - 1; i >= 0; i-- {
@@ -462,7 +515,7 @@ func (c *Composition) FitGaussianMu() float64 {
 				A += d.Mass[i+1]
 			}
 			dl := d.InfMass + math.Max(A-G, 0)
-			if d.Loss[i] >= 0 && dl >= 1e-15 && dl <= 0.5 {
+			if d.Loss[i] >= 0 && dl >= floor && dl <= 0.5 {
 				pts = append(pts, point{d.Loss[i], dl})
 			}
 		}

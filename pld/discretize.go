@@ -204,7 +204,7 @@ func settle(c outcome, h float64, out *Lattice, emit func(float64, int64)) {
 		// (g−1)h, with its Q-mass rounded up, only lowers the mixture's loss.
 		M := out.Mass[i]
 		gl := float64(g) * h
-		qa := M * math.Exp(-float64(g-1)*h) * (1 + 4*u)
+		qa := qMass(M, float64(g-1)*h) * (1 + 4*u)
 		if ec, ea := excess(c.p, c.q, gl), excess(M, qa, gl); ec > 0 && ea < 0 {
 			if t := ec / -ea * (1 + 1e-9); t <= 1 { // rounded up: the mixture's loss is ≥ g
 				out.Mass[i] -= t * M

@@ -13,6 +13,8 @@ import (
 type PLD struct {
 	h     float64
 	sides []side // one when symmetric; else remove, add
+	// trim is the mass a composition may shed at each end of each side (0: trimMass).
+	trim float64
 	// cached read-out distributions, built on first use
 	dUp, dLo [][]*Discrete
 }
@@ -47,8 +49,10 @@ func (p *PLD) maxErr() float64 {
 // ends (upper) or dropped (lower).
 const trimMass = 1e-45
 
+// newPLD discretises the pair's directions on the lattice of spacing h; eta is the mass
+// the support may leave out at each end, and what compositions of the result may trim.
 func newPLD(h, eta float64, specs ...spec) *PLD {
-	p := &PLD{h: h}
+	p := &PLD{h: h, trim: eta}
 	for _, s := range specs {
 		up, lo := discretize(s, h, eta)
 		p.sides = append(p.sides, side{up, lo})
@@ -64,17 +68,28 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 		return nil, paramErr("spacing", q.h, "the spacing of the other PLD")
 	}
 	n := max(len(p.sides), len(q.sides))
-	out := &PLD{h: p.h, sides: make([]side, n)}
+	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim)}
+	eta := out.trimMass()
 	for i := range n {
 		a, b := p.sides[min(i, len(p.sides)-1)], q.sides[min(i, len(q.sides)-1)]
-		out.sides[i] = side{convolveTrim(a.upper, b.upper, true), convolveTrim(a.lower, b.lower, false)}
+		out.sides[i] = side{convolveTrim(a.upper, b.upper, true, eta), convolveTrim(a.lower, b.lower, false, eta)}
 	}
 	return out, nil
 }
 
-func convolveTrim(a, b *Lattice, upper bool) *Lattice {
+// trimMass returns the mass a composition may shed at each end of each side: for the
+// upper bound it moves to the ends (+∞ above: δ(ε) can only rise), for the lower one it
+// is dropped.
+func (p *PLD) trimMass() float64 {
+	if p.trim > 0 {
+		return p.trim
+	}
+	return trimMass
+}
+
+func convolveTrim(a, b *Lattice, upper bool, eta float64) *Lattice {
 	c := Convolve(a, b)
-	c.Trim(trimMass, upper)
+	c.Trim(eta, upper)
 	return c
 }
 
@@ -82,11 +97,12 @@ func convolveTrim(a, b *Lattice, upper bool) *Lattice {
 // atoms, with Q-masses P-mass·e^(−loss), are treated as a discrete pair). The floating-
 // point error already tracked (Err) carries over.
 func (p *PLD) rediscretize(h float64) *PLD {
-	out := &PLD{h: h, sides: make([]side, len(p.sides))}
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim}
 	for i, s := range p.sides {
-		up, _ := discretize(latticeSpec(s.upper), h, 0)
-		_, lo := discretize(latticeSpec(s.lower), h, 0)
+		up, _ := discretize(latticeSpec(s.upper, true), h, 0)
+		_, lo := discretize(latticeSpec(s.lower, false), h, 0)
 		up.Err, lo.Err = s.upper.Err, s.lower.Err
+		up.Rel, lo.Rel = s.upper.Rel, s.lower.Rel
 		out.sides[i] = side{up, lo}
 	}
 	return out
@@ -97,7 +113,7 @@ func (p *PLD) rediscretize(h float64) *PLD {
 func discreteSpec(d *Discrete, relErr float64) *atomSpec {
 	q := make([]float64, len(d.Loss))
 	for i, l := range d.Loss {
-		q[i] = d.Mass[i] * math.Exp(-l)
+		q[i] = qMass(d.Mass[i], l)
 	}
 	loss, p := d.Loss, d.Mass
 	if len(loss) == 0 {
@@ -106,15 +122,67 @@ func discreteSpec(d *Discrete, relErr float64) *atomSpec {
 	return newAtomSpec(loss, p, q, math.Max(d.InfMass, 0), 0, relErr)
 }
 
-func latticeSpec(l *Lattice) spec {
+// qMass returns the Q-mass p·e^(−loss) of an outcome with P-mass p, without overflow:
+// a Q-mass is at most 1, so for a very negative loss p is tiny and the product is taken
+// in log space (relative error ≈ (|ln p| + |loss|)·u, well within the 4u–16u callers
+// allow for losses above −700, where the plain product is used).
+func qMass(p, loss float64) float64 {
+	if p == 0 {
+		return 0
+	}
+	if loss > -700 {
+		return p * math.Exp(-loss)
+	}
+	return math.Exp(math.Log(p) - loss)
+}
+
+// safeLoss bounds the losses a lattice may hold when it is treated as a discrete pair
+// (latticeSpec, composeCoarse): beyond it e^(±loss) leaves the float64 range.
+const safeLoss = 700
+
+// latticeSpec describes a lattice bound as a discrete pair. Atoms whose Q-mass would
+// leave the float64 range — loss above safeLoss, or a Q-mass that underflows — go to +∞
+// for the upper bound (δ can only rise) and are dropped for the lower one; atoms below
+// −safeLoss are moved up to it (upper) or dropped (lower).
+func latticeSpec(l *Lattice, upper bool) spec {
 	d := &Discrete{InfMass: l.InfMass}
 	for i, m := range l.Mass {
-		if m > 0 {
-			d.Loss = append(d.Loss, l.H*float64(l.Offset+int64(i)))
-			d.Mass = append(d.Mass, m)
+		if m <= 0 {
+			continue
+		}
+		loss := l.H * float64(l.Offset+int64(i))
+		switch {
+		case loss > safeLoss || qMass(m, loss) == 0:
+			if upper {
+				d.InfMass += m
+			}
+			continue
+		case loss < -safeLoss:
+			if !upper {
+				continue
+			}
+			loss = -safeLoss
+		}
+		if n := len(d.Loss); n > 0 && d.Loss[n-1] == loss {
+			d.Mass[n-1] += m
+			continue
+		}
+		d.Loss = append(d.Loss, loss)
+		d.Mass = append(d.Mass, m)
+	}
+	return discreteSpec(d, 4*u)
+}
+
+// lossRange returns the largest |loss| held by p's lattices.
+func (p *PLD) lossRange() float64 {
+	r := 0.0
+	for _, s := range p.sides {
+		for _, l := range []*Lattice{s.upper, s.lower} {
+			lo, hi := float64(l.Offset), float64(l.Offset+int64(len(l.Mass))-1)
+			r = math.Max(r, math.Max(math.Abs(lo), math.Abs(hi))*p.h)
 		}
 	}
-	return discreteSpec(d, 0)
+	return r
 }
 
 // SelfCompose returns the k-fold composition, by repeated squaring: O(log k)
@@ -123,25 +191,25 @@ func (p *PLD) SelfCompose(k int64) (*PLD, error) {
 	if k < 1 {
 		return nil, paramErr("k", k, "an integer ≥ 1")
 	}
-	out := &PLD{h: p.h, sides: make([]side, len(p.sides))}
+	out := &PLD{h: p.h, sides: make([]side, len(p.sides)), trim: p.trim}
 	for i, s := range p.sides {
-		out.sides[i] = side{power(s.upper, k, true), power(s.lower, k, false)}
+		out.sides[i] = side{power(s.upper, k, true, p.trimMass()), power(s.lower, k, false, p.trimMass())}
 	}
 	return out, nil
 }
 
-func power(l *Lattice, k int64, upper bool) *Lattice {
+func power(l *Lattice, k int64, upper bool, eta float64) *Lattice {
 	var acc *Lattice
 	base := l
 	for i := bits.Len64(uint64(k)) - 1; i >= 0; i-- {
 		if acc != nil {
-			acc = convolveTrim(acc, acc, upper)
+			acc = convolveTrim(acc, acc, upper, eta)
 		}
 		if k>>uint(i)&1 == 1 {
 			if acc == nil {
 				acc = base
 			} else {
-				acc = convolveTrim(acc, base, upper)
+				acc = convolveTrim(acc, base, upper, eta)
 			}
 		}
 	}

@@ -52,8 +52,11 @@ func (c *composeCommand) runPLD(ctx context.Context) error {
 		}
 	}
 	opts := &pld.Options{Tolerance: c.tolerance.value}
-	if c.delta.set && c.delta.value > 0 && c.delta.value < 1 {
+	switch {
+	case c.delta.set && c.delta.value > 0 && c.delta.value < 1:
 		opts.Delta = c.delta.value
+	case !c.delta.set && c.eps.value > 0:
+		opts.Epsilon = c.eps.value // refine where δ(ε) is read
 	}
 	comp, err := pld.Compose(items, opts)
 	if err != nil {

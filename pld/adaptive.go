@@ -1,0 +1,196 @@
+package pld
+
+import (
+	"math"
+	"math/bits"
+)
+
+// coarseRatio is the number of lattice bins per standard deviation above which a power
+// in selfComposeAdaptive is coarsened: each coarsening moves the variance of the final
+// loss by about 1/(3·coarseRatio²) of itself (merge-and-mix, the larger of the two
+// bounds' errors), and there are at most log2(k) of them.
+const coarseRatio = 128
+
+// maxCoarseCells bounds the cells a finer PLD may span on a coarser lattice for
+// composeCoarse's direct sums; a wider one is smooth there and re-discretised instead.
+const maxCoarseCells = 64
+
+// selfComposeAdaptive returns the k-fold composition of p by repeated squaring, where a
+// power whose standard deviation exceeds ratio bins is re-discretised onto a lattice
+// 2^j times coarser (at most hMax): the powers stay a few hundred bins per standard
+// deviation whatever k, so a release can start on a lattice fine enough to resolve it
+// (its own standard deviation) and the composition still costs O(log k) small
+// convolutions. Coarsening a smooth power errs to second order in the new spacing.
+//
+// The powers p^(2^j) whose bits are set in k are then combined from the largest down: a
+// narrow power on a finer lattice joins the wider, coarser one by composeCoarse.
+func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
+	var pows []*PLD // pows[j] = p^(2^j)
+	pow := p
+	for j := 0; ; j++ {
+		pows = append(pows, pow)
+		if k>>uint(j+1) == 0 {
+			break
+		}
+		pow, _ = pow.Compose(pow)
+		if f := coarsening(pow, hMax, ratio); f > 1 && pow.lossRange() <= safeLoss {
+			pow = pow.rediscretize(pow.h * f)
+		}
+	}
+	var acc *PLD
+	for j := bits.Len64(uint64(k)) - 1; j >= 0; j-- {
+		if k>>uint(j)&1 == 0 {
+			continue
+		}
+		if acc == nil {
+			acc = pows[j]
+			continue
+		}
+		acc = composeOnto(pows[j], acc)
+	}
+	return acc
+}
+
+// coarsening returns the power of two by which p's spacing can grow (1 for none): the
+// largest keeping at least ratio bins per standard deviation, and the spacing ≤ hMax.
+func coarsening(p *PLD, hMax, ratio float64) float64 {
+	sd := p.sd()
+	f := 1.0
+	for 2*f*p.h <= hMax*(1+1e-12) && sd/(2*f*p.h) >= ratio {
+		f *= 2
+	}
+	return f
+}
+
+// sd returns the standard deviation of the upper distribution's finite loss (largest
+// over the sides).
+func (p *PLD) sd() float64 {
+	s := 0.0
+	for _, sd := range p.sides {
+		var m0, m1, m2 float64
+		for i, m := range sd.upper.Mass {
+			x := float64(sd.upper.Offset + int64(i))
+			m0, m1, m2 = m0+m, m1+m*x, m2+m*x*x
+		}
+		if m0 > 0 {
+			m1 /= m0
+			s = math.Max(s, math.Sqrt(math.Max(m2/m0-m1*m1, 0))*p.h)
+		}
+	}
+	return s
+}
+
+// composeOnto composes a PLD with one on a lattice 2^j times coarser (or the same).
+// When fine spans few cells of the coarse lattice it is binned into them and the cell
+// masses of the composition are summed directly (composeCoarse); otherwise fine is
+// smooth at the coarse spacing and is re-discretised onto it.
+func composeOnto(fine, coarse *PLD) *PLD {
+	if fine.h == coarse.h {
+		out, _ := fine.Compose(coarse)
+		return out
+	}
+	if fine.lossRange()+coarse.lossRange() > safeLoss {
+		// e^(±loss) would leave the float64 range: compose on the fine lattice, on which
+		// coarse is exact (its grid points are fine ones).
+		out, _ := fine.Compose(coarse.refine(fine.h))
+		return out
+	}
+	if fine.Bins() <= maxCoarseCells*int(math.Round(coarse.h/fine.h)) {
+		return composeCoarse(fine, coarse)
+	}
+	out, _ := fine.rediscretize(coarse.h).Compose(coarse)
+	return out
+}
+
+// composeCoarse composes fine (spacing hf) with coarse (spacing hc = 2^m·hf) on the
+// coarse lattice. Every loss of coarse is a grid point g·hc, so a loss of fine in the
+// cell (c·hc, (c+1)·hc] lands, added to it, in the cell (c+g) — whose P- and Q-mass
+// are therefore Σ_g P_coarse(g)·P_fine(cell c) and the same for Q (Q = P·e^(−loss)),
+// summed here directly (non-negative terms: relative error ≤ terms·u). The composition,
+// known by its cell masses, is then discretised (spread / merge-and-mix) — second order
+// in hc, since it is as smooth as coarse — without ever holding it on the fine lattice.
+func composeCoarse(fine, coarse *PLD) *PLD {
+	r := int64(math.Round(coarse.h / fine.h))
+	n := max(len(fine.sides), len(coarse.sides))
+	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim)}
+	for i := range n {
+		f, c := fine.sides[min(i, len(fine.sides)-1)], coarse.sides[min(i, len(coarse.sides)-1)]
+		up, _ := discretize(coarseCells(f.upper, c.upper, r), coarse.h, 0)
+		_, lo := discretize(coarseCells(f.lower, c.lower, r), coarse.h, 0)
+		up.Err, lo.Err = productErr(f.upper, c.upper), productErr(f.lower, c.lower)
+		up.Rel, lo.Rel = (1+f.upper.Rel)*(1+c.upper.Rel)-1, (1+f.lower.Rel)*(1+c.lower.Rel)-1
+		up.Trim(out.trimMass(), true)
+		lo.Trim(out.trimMass(), false)
+		out.sides[i] = side{up, lo}
+	}
+	return out
+}
+
+// coarseCells returns the cell masses (spacing r·f.H) of the composition of the lattice
+// f with the lattice c of spacing r·f.H.
+func coarseCells(f, c *Lattice, r int64) *cellsSpec {
+	// Bin f: fine index n lies in the coarse cell ceil(n/r) − 1.
+	ceilDiv := func(a, b int64) int64 {
+		q := a / b
+		if a%b != 0 && a > 0 {
+			q++
+		}
+		return q
+	}
+	c0 := ceilDiv(f.Offset, r) - 1
+	c1 := ceilDiv(f.Offset+int64(len(f.Mass))-1, r) - 1
+	fp := make([]float64, c1-c0+1)
+	fq := make([]float64, c1-c0+1)
+	for i, m := range f.Mass {
+		if m > 0 {
+			nIdx := f.Offset + int64(i)
+			j := ceilDiv(nIdx, r) - 1 - c0
+			fp[j] += m
+			fq[j] += qMass(m, float64(nIdx)*f.H)
+		}
+	}
+	cells := &cellsSpec{h: c.H, jlo: c.Offset + c0}
+	cells.p = make([]float64, len(c.Mass)+len(fp)-1)
+	cells.q = make([]float64, len(cells.p))
+	for g, pg := range c.Mass {
+		if pg <= 0 {
+			continue
+		}
+		qg := qMass(pg, float64(c.Offset+int64(g))*c.H)
+		for j := range fp {
+			cells.p[g+j] += pg * fp[j]
+			cells.q[g+j] += qg * fq[j]
+		}
+	}
+	cells.relErr = float64(len(f.Mass)+len(c.Mass)+8) * u
+	fTot, cTot := total(f.Mass), total(c.Mass)
+	cells.inf = f.InfMass*(c.InfMass+cTot) + fTot*c.InfMass
+	cells.trim()
+	return cells
+}
+
+// productErr is the absolute error (Err) the composition of a and b inherits: by the
+// mixture argument of Lattice, δ_a⊛b is within (1+Rel_b)·Err_a·|b| + (1+Rel_a)·Err_b·|a|
+// + Err_a·Err_b of the composition of the computed lattices (|·| total mass).
+func productErr(a, b *Lattice) float64 {
+	return a.Err*(total(b.Mass)+b.InfMass)*(1+b.Rel) + b.Err*(total(a.Mass)+a.InfMass)*(1+a.Rel) + a.Err*b.Err
+}
+
+// refine returns p on the lattice of spacing h = p.h/2^m: the same atoms, every 2^m-th
+// bin (exact).
+func (p *PLD) refine(h float64) *PLD {
+	r := int64(math.Round(p.h / h))
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim}
+	spread := func(l *Lattice) *Lattice {
+		o := &Lattice{H: h, Offset: l.Offset * r, InfMass: l.InfMass, Rel: l.Rel, Err: l.Err}
+		o.Mass = make([]float64, (int64(len(l.Mass))-1)*r+1)
+		for i, m := range l.Mass {
+			o.Mass[int64(i)*r] = m
+		}
+		return o
+	}
+	for i, s := range p.sides {
+		out.sides[i] = side{spread(s.upper), spread(s.lower)}
+	}
+	return out
+}
