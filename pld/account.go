@@ -181,12 +181,21 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		h = math.Min(h, math.Sqrt(o.Tolerance*(v/2+z*sd)/(n*(0.5+z/(2*sd)))))
 	}
 	h = math.Max(h, sd/float64(o.MaxBins)*8)
+	// FFT error allowance: Err adds to δ directly, so at most Delta·Tolerance in all (a
+	// relative error of the tolerance in δ moves ε far less: by about that over
+	// d ln δ/d ln ε ≫ 1), shared by the at most 2·(len(list) + 32) convolutions' worth
+	// of allowances (see selfComposeAdaptive). Measured at Epsilon, δ is unknown: exact
+	// bulks where cheap.
+	errTol := 0.0
+	if o.Epsilon == 0 {
+		errTol = o.Delta * o.Tolerance / (2 * float64(len(list)+32))
+	}
 	worse := 0
 	h0 := h
 	for round := 0; ; round++ {
 		prev := c.target()
 		refine := int(math.Round(math.Log2(h0 / h)))
-		c.pld = composeOnLattice(list, h, eta, refine)
+		c.pld = composeOnLattice(list, h, eta, refine, errTol)
 		c.all = append(c.all, c.pld)
 		w := c.target()
 		if round > 0 && w > prev/1.5 {
@@ -222,7 +231,7 @@ const maxRounds = 6
 // (partners), or else a share of the workload's Gaussian (split so that the μ² add up
 // to the whole, which is exact). The comb convolved with a bump wider than its teeth
 // is smooth.
-func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
+func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64) *PLD {
 	ps := make([]*PLD, 0, len(items))
 	var partners []blockMechanism
 	var gauss *Gaussian
@@ -252,6 +261,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 	for _, it := range groups {
 		hg, hMax := groupSpacing(it, h, refine, len(items) > 1)
 		p := newPLD(hg, eta, it.Mechanism.specs()...)
+		p.errTol = errTol
 		if it.Count > 1 {
 			p = p.selfComposeAdaptive(it.Count, hMax, coarseRatio*math.Exp2(float64(refine)))
 		}
@@ -271,7 +281,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 	}
 	for _, b := range partners {
 		p := b.pld(h)
-		p.trim = eta
+		p.trim, p.errTol = eta, errTol
 		ps = append(ps, p)
 	}
 	if gauss != nil {
@@ -279,7 +289,9 @@ func composeOnLattice(items []Item, h, eta float64, refine int) *PLD {
 		if share > 0 { // what the shares left
 			mu = math.Sqrt(share)
 		}
-		ps = append(ps, newPLD(h, eta, gaussianSpec{mu}))
+		g := newPLD(h, eta, gaussianSpec{mu})
+		g.errTol = errTol
+		ps = append(ps, g)
 	}
 	for len(ps) > 1 {
 		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })

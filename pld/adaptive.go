@@ -32,7 +32,13 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 		if k>>uint(j+1) == 0 {
 			break
 		}
-		pow, _ = pow.Compose(pow)
+		// The square of level j appears k/2^(j+1) times in the result: its error
+		// allowance is p's divided by that (so each level adds about p.errTol).
+		sq := *pow
+		if p.errTol > 0 {
+			sq.errTol = p.errTol / float64(k>>uint(j+1))
+		}
+		pow, _ = sq.Compose(&sq)
 		if f := coarsening(pow, hMax, ratio); f > 1 && pow.lossRange() <= safeLoss {
 			pow = pow.rediscretize(pow.h * f)
 		}
@@ -48,6 +54,7 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 		}
 		acc = composeOnto(pows[j], acc)
 	}
+	acc.errTol = p.errTol
 	return acc
 }
 
@@ -112,7 +119,7 @@ func composeOnto(fine, coarse *PLD) *PLD {
 func composeCoarse(fine, coarse *PLD) *PLD {
 	r := int64(math.Round(coarse.h / fine.h))
 	n := max(len(fine.sides), len(coarse.sides))
-	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim)}
+	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol)}
 	for i := range n {
 		f, c := fine.sides[min(i, len(fine.sides)-1)], coarse.sides[min(i, len(coarse.sides)-1)]
 		up, _ := discretize(coarseCells(f.upper, c.upper, r), coarse.h, 0)
@@ -180,7 +187,7 @@ func productErr(a, b *Lattice) float64 {
 // bin (exact).
 func (p *PLD) refine(h float64) *PLD {
 	r := int64(math.Round(p.h / h))
-	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim}
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
 	spread := func(l *Lattice) *Lattice {
 		o := &Lattice{H: h, Offset: l.Offset * r, InfMass: l.InfMass, Rel: l.Rel, Err: l.Err}
 		o.Mass = make([]float64, (int64(len(l.Mass))-1)*r+1)

@@ -68,6 +68,7 @@ func TestSelfComposeAdaptiveGaussian(t *testing.T) {
 	const mu = 0.002
 	for _, k := range []int64{1, 3, 1000, 1 << 12, 40961, 1_000_003} {
 		p := newPLD(mu/startRatio, 1e-40, gaussianSpec{mu})
+		p.errTol = 1e-17 // as Compose allows at δ = 1e-10
 		c := p.selfComposeAdaptive(k, math.Inf(1), coarseRatio)
 		muK := mu * math.Sqrt(float64(k))
 		for _, delta := range []float64{1e-3, 1e-6, 1e-10} {

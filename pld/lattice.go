@@ -108,7 +108,12 @@ func CanonicalLattice(eps float64, k int64, h float64, upper bool) *Lattice {
 // moves the distribution by exactly the sum Z of their magnitudes; Err grows by
 // √size·bound + Z. With upper = false the rest is the same; the sign of the correction is
 // applied by Discrete.
-func Convolve(a, b *Lattice) *Lattice {
+func Convolve(a, b *Lattice) *Lattice { return convolve(a, b, 0) }
+
+// convolve is Convolve with an allowance: the whole convolution is done by FFT when its
+// error bound is at most errTol; otherwise the bulks are summed exactly (see below).
+// errTol = 0 asks for exact bulks only where that is cheap (at most 2^20 products).
+func convolve(a, b *Lattice, errTol float64) *Lattice {
 	aTot, bTot := total(a.Mass), total(b.Mass)
 	out := &Lattice{
 		H:       a.H,
@@ -137,15 +142,19 @@ func Convolve(a, b *Lattice) *Lattice {
 	out.Mass = make([]float64, size)
 	aLo, aHi := bulk(a.Mass)
 	bLo, bHi := bulk(b.Mass)
-	if (aHi-aLo)*(bHi-bLo) > maxDirectBulk {
+	plain := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
+	direct := (aHi - aLo) * (bHi - bLo)
+	if direct > maxDirectBulk || (errTol > 0 && plain*math.Sqrt(float64(size)) <= errTol) || (errTol == 0 && direct > 1<<20) {
 		// Everything by FFT.
 		X := transform(nfft, a.Mass, 0, len(a.Mass))
-		Y := transform(nfft, b.Mass, 0, len(b.Mass))
+		Y := X
+		if b != a {
+			Y = transform(nfft, b.Mass, 0, len(b.Mass))
+		}
 		for i := range X {
 			X[i] *= Y[i]
 		}
-		bound := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
-		out.Err += addTransformed(out.Mass, nfft, X, bound)
+		out.Err += addTransformed(out.Mass, nfft, X, plain)
 		return out
 	}
 	// The bulks (bins above bulkRatio of the largest) exactly, by direct sums of

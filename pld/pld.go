@@ -15,6 +15,9 @@ type PLD struct {
 	sides []side // one when symmetric; else remove, add
 	// trim is the mass a composition may shed at each end of each side (0: trimMass).
 	trim float64
+	// errTol is the absolute error (Lattice.Err) a convolution with this PLD may add
+	// rather than summing bulks exactly (0: exact bulks where cheap; see convolve).
+	errTol float64
 	// cached read-out distributions, built on first use
 	dUp, dLo [][]*Discrete
 }
@@ -68,11 +71,11 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 		return nil, paramErr("spacing", q.h, "the spacing of the other PLD")
 	}
 	n := max(len(p.sides), len(q.sides))
-	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim)}
+	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim), errTol: minTol(p.errTol, q.errTol)}
 	eta := out.trimMass()
 	for i := range n {
 		a, b := p.sides[min(i, len(p.sides)-1)], q.sides[min(i, len(q.sides)-1)]
-		out.sides[i] = side{convolveTrim(a.upper, b.upper, true, eta), convolveTrim(a.lower, b.lower, false, eta)}
+		out.sides[i] = side{convolveTrim(a.upper, b.upper, true, eta, out.errTol), convolveTrim(a.lower, b.lower, false, eta, out.errTol)}
 	}
 	return out, nil
 }
@@ -87,8 +90,16 @@ func (p *PLD) trimMass() float64 {
 	return trimMass
 }
 
-func convolveTrim(a, b *Lattice, upper bool, eta float64) *Lattice {
-	c := Convolve(a, b)
+// minTol returns the smaller allowance, 0 counting as none.
+func minTol(a, b float64) float64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+func convolveTrim(a, b *Lattice, upper bool, eta, errTol float64) *Lattice {
+	c := convolve(a, b, errTol)
 	c.Trim(eta, upper)
 	return c
 }
@@ -97,7 +108,7 @@ func convolveTrim(a, b *Lattice, upper bool, eta float64) *Lattice {
 // atoms, with Q-masses P-mass·e^(−loss), are treated as a discrete pair). The floating-
 // point error already tracked (Err) carries over.
 func (p *PLD) rediscretize(h float64) *PLD {
-	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim}
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
 	for i, s := range p.sides {
 		up, _ := discretize(latticeSpec(s.upper, true), h, 0)
 		_, lo := discretize(latticeSpec(s.lower, false), h, 0)
@@ -203,13 +214,13 @@ func power(l *Lattice, k int64, upper bool, eta float64) *Lattice {
 	base := l
 	for i := bits.Len64(uint64(k)) - 1; i >= 0; i-- {
 		if acc != nil {
-			acc = convolveTrim(acc, acc, upper, eta)
+			acc = convolveTrim(acc, acc, upper, eta, 0)
 		}
 		if k>>uint(i)&1 == 1 {
 			if acc == nil {
 				acc = base
 			} else {
-				acc = convolveTrim(acc, base, upper, eta)
+				acc = convolveTrim(acc, base, upper, eta, 0)
 			}
 		}
 	}
