@@ -331,19 +331,32 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 	if several {
 		largest = h
 	}
+	// One release's lattice holds at most maxStartBins bins: a finer unit (a discrete
+	// Laplace on a fine grid) is then not resolved, and the loss is treated as smooth.
+	width := 0.0
+	for _, s := range sp {
+		lo, hi := s.support(1e-30)
+		width = math.Max(width, hi-lo)
+	}
 	if unit := sp[0].atomUnit(); unit > 0 {
 		start = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
 		for target > 0 && start > target && !pureAtoms(sp[0]) {
 			start /= 2
 		}
+		for width/start > maxStartBins {
+			start *= 2
+		}
 		return start, math.Min(largest, math.Max(start, unit))
 	}
 	start = h
-	for target > 0 && start > target {
+	for target > 0 && start > target && width/start < maxStartBins/2 {
 		start /= 2
 	}
 	return start, largest
 }
+
+// maxStartBins bounds the lattice of one release (see groupSpacing).
+const maxStartBins = 1 << 18
 
 // pureAtoms reports whether a spec's loss is atoms only (on multiples of its unit): on
 // an aligned lattice it is then exact, and needs no finer start.
