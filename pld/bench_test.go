@@ -1,6 +1,7 @@
 package pld
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 )
@@ -28,11 +29,25 @@ func BenchmarkSelfCompose(b *testing.B) {
 		m    Mechanism
 	}{
 		{"laplace", Laplace{Scale: 100, Sensitivity: 1}},
+		{"geometric", DiscreteLaplace{Scale: 100, Sensitivity: 1}},
 		{"rr4", RandomizedResponse{Epsilon: 0.01, K: 4}},
 		{"eps-delta", EpsilonDelta{Epsilon: 0.001, Delta: 1e-12}},
 		{"gaussian", Gaussian{Sigma: 1000, Sensitivity: 1}},
+		{"subsampled-gaussian", PoissonSubsampled{Base: Gaussian{Sigma: 1, Sensitivity: 1}, Rate: 0.001}},
 	} {
 		b.Run(c.name+"/k=1e6", func(b *testing.B) { benchCompose(b, []Item{{c.m, 1_000_000}}) })
+	}
+}
+
+// BenchmarkDPSGD: Poisson-subsampled Gaussian (σ = 0.8–1, q = 0.001–0.01), the accounting
+// of differentially private SGD, for 10^3 and 10^4 steps.
+func BenchmarkDPSGD(b *testing.B) {
+	for _, c := range []struct {
+		sigma, q float64
+		k        int64
+	}{{1, 0.001, 10_000}, {0.8, 0.01, 1_000}, {0.8, 0.01, 10_000}} {
+		m := PoissonSubsampled{Base: Gaussian{Sigma: c.sigma, Sensitivity: 1}, Rate: c.q}
+		b.Run(fmt.Sprintf("sigma=%g/q=%g/k=%d", c.sigma, c.q, c.k), func(b *testing.B) { benchCompose(b, []Item{{m, c.k}}) })
 	}
 }
 
