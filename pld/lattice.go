@@ -140,21 +140,41 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 		return out
 	}
 	out.Mass = make([]float64, size)
+	sq := math.Sqrt(float64(size))
+	plain := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
 	aLo, aHi := bulk(a.Mass)
 	bLo, bHi := bulk(b.Mass)
-	plain := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
 	direct := (aHi - aLo) * (bHi - bLo)
-	if direct > maxDirectBulk || (errTol > 0 && plain*math.Sqrt(float64(size)) <= errTol) || (errTol == 0 && direct > 1<<20) {
-		// Everything by FFT.
-		X := transform(nfft, a.Mass, 0, len(a.Mass))
-		Y := X
-		if b != a {
-			Y = transform(nfft, b.Mass, 0, len(b.Mass))
+	aTail, bTail := tailOf(a.Mass, aLo, aHi), tailOf(b.Mass, bLo, bHi)
+	aT1, aT2, bT1, bT2 := total(aTail), norm2(aTail), total(bTail), norm2(bTail)
+	aB2, aB1 := norm2(a.Mass[aLo:aHi]), total(a.Mass[aLo:aHi])
+	split := 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
+
+	// The cheapest way that meets the allowance (errTol = 0: exact bulks where cheap).
+	switch {
+	case errTol == 0 && direct <= 1<<20, errTol > 0 && plain*sq > errTol && split*sq <= errTol && direct <= maxDirectBulk:
+		// below
+	case errTol == 0 || plain*sq <= errTol:
+		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
+		return out
+	case float64(len(nzA))*float64(len(nzB)) <= maxDirectAll:
+		// All of it by direct sums (relative error only).
+		g := directBulk(out.Mass, a.Mass, b.Mass, 0, na, 0, nb)
+		out.Rel = (1+out.Rel)*(1+g) - 1
+		return out
+	default:
+		// The FFT in double-double: error bound about 2^-51 times the float64 one.
+		c, bound := ddConvolve(a.Mass, b.Mass)
+		zeroed := 0.0
+		for i, v := range c {
+			if v <= bound {
+				zeroed += math.Abs(v)
+				v = 0
+			}
+			out.Mass[i] = v
 		}
-		for i := range X {
-			X[i] *= Y[i]
-		}
-		out.Err += addTransformed(out.Mass, nfft, X, plain)
+		out.Err += bound*sq + zeroed
+		out.Rel = (1+out.Rel)*(1+u) - 1 // each bin rounded once to float64
 		return out
 	}
 	// The bulks (bins above bulkRatio of the largest) exactly, by direct sums of
@@ -162,8 +182,6 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	// with the tails' norms (small) instead of the bulks'.
 	g := directBulk(out.Mass, a.Mass, b.Mass, aLo, aHi, bLo, bHi)
 	out.Rel = (1+out.Rel)*(1+g) - 1
-	aTail := tailOf(a.Mass, aLo, aHi)
-	bTail := tailOf(b.Mass, bLo, bHi)
 	A := transform(nfft, aTail, 0, len(aTail))
 	Ab := transform(nfft, a.Mass, aLo, aHi)
 	if a == b { // squaring: aTail⊛a + aBulk⊛aTail = aTail⊛(aTail + 2·aBulk)
@@ -177,11 +195,21 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 			A[i] = A[i]*B[i] + Ab[i]*Bt[i]
 		}
 	}
-	aT1, aT2, bT1, bT2 := total(aTail), norm2(aTail), total(bTail), norm2(bTail)
-	aB2, aB1 := norm2(a.Mass[aLo:aHi]), total(a.Mass[aLo:aHi])
-	bound := 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
-	out.Err += addTransformed(out.Mass, nfft, A, bound)
+	out.Err += addTransformed(out.Mass, nfft, A, split)
 	return out
+}
+
+// fftConvolve adds a ⊛ b by one float64 FFT to out and returns the error to add.
+func fftConvolve(out []float64, a, b *Lattice, nfft int, bound float64) float64 {
+	X := transform(nfft, a.Mass, 0, len(a.Mass))
+	Y := X
+	if b != a {
+		Y = transform(nfft, b.Mass, 0, len(b.Mass))
+	}
+	for i := range X {
+		X[i] *= Y[i]
+	}
+	return addTransformed(out, nfft, X, bound)
 }
 
 // directBlock is the number of rows directBulk sums into a block partial before adding
@@ -224,6 +252,9 @@ func directBulk(out, a, b []float64, aLo, aHi, bLo, bHi int) float64 {
 const (
 	bulkRatio     = 1e-5
 	maxDirectBulk = 1 << 24
+	// maxDirectAll bounds the products of a convolution summed directly in full when the
+	// FFT's error bound exceeds the allowance (tiny δ targets).
+	maxDirectAll = 1 << 26
 )
 
 // bulk returns the window [lo, hi) of m holding every value above bulkRatio·max(m).

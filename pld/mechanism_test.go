@@ -157,6 +157,35 @@ func TestExtremeTargets(t *testing.T) {
 	}
 }
 
+// δ = 1e-18 for a DP-SGD-like workload (subsampled Gaussian, 1000 steps) plus a few
+// Laplace releases: answered with a narrow bracket when asked for at that δ (the FFTs
+// switch to double-double where the float64 error bound would exceed the allowance),
+// and consistent with the bracket computed for δ = 1e-10 (both are certified, so they
+// must overlap where both are read).
+func TestTinyDeltaSubsampled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("double-double FFTs: a few seconds")
+	}
+	items := []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 1, Sensitivity: 1}, Rate: 0.01}, 1000}, {Laplace{Scale: 50, Sensitivity: 1}, 3}}
+	tiny, err := Compose(items, &Options{Delta: 1e-18})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, lo, err := tiny.Epsilon(1e-18)
+	if err != nil || math.IsInf(up, 0) || (up-lo)/up > 1e-3 {
+		t.Fatalf("ε(1e-18) = [%g, %g], %v; want a bracket of relative width ≤ 1e-3", lo, up, err)
+	}
+	mid, err := Compose(items, &Options{Delta: 1e-10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, l1, _ := tiny.Epsilon(1e-10)
+	u2, l2, _ := mid.Epsilon(1e-10)
+	if math.Max(l1, l2) > math.Min(u1, u2) || u2 > up {
+		t.Errorf("ε(1e-10): [%g, %g] (δ-target 1e-18) and [%g, %g] (target 1e-10) disagree, or exceed ε(1e-18) = %g", l1, u1, l2, u2, up)
+	}
+}
+
 // Property: the upper curve is non-increasing, and Delta(Epsilon(δ)) ≤ δ.
 func TestCurveProperties(t *testing.T) {
 	c, err := Compose([]Item{{Laplace{Scale: 2, Sensitivity: 1}, 30}, {Gaussian{Sigma: 5, Sensitivity: 1}, 10}}, nil)
