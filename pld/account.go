@@ -2,6 +2,7 @@ package pld
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/dpkit/dpkit"
@@ -133,9 +134,13 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	if mu2 > 0 {
 		list = append(list, Item{Gaussian{Sigma: 1 / math.Sqrt(mu2), Sensitivity: 1}, 1})
 	}
-	list = blocks(list)
-	// Lattice spacing: start at a fiftieth of the standard deviation of the total loss,
-	// refine by 4 (the error is second order in h) until the bracket is tight enough.
+	// Few-atom mechanisms whose atoms all lie on multiples of one unit (ε = 0.01, 0.02,
+	// 0.05, …) compose exactly on a lattice aligned with that unit; otherwise they are
+	// composed in blocks.
+	unit0 := commonUnit(list)
+	if unit0 == 0 {
+		list = blocks(list)
+	}
 	v := 0.0
 	for _, it := range list {
 		for _, s := range it.Mechanism.specs() {
@@ -146,11 +151,11 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	if sd == 0 {
 		sd = 1
 	}
-	// Lattice spacing: a fiftieth of the standard deviation of the total loss, refined by
-	// 4 (the upper error is second order in h) until the bracket is tight enough or the
-	// lattice reaches MaxBins.
-	// The spacing also resolves each group of identical mechanisms (a sixteenth of its
-	// standard deviation), since every group is re-discretised onto it.
+	// Lattice spacing: a fiftieth of the standard deviation of the total loss, and fine
+	// enough to resolve each group of identical mechanisms (a sixteenth of its standard
+	// deviation), since every group is re-discretised onto it; refined until the bracket
+	// is tight enough or the lattice reaches MaxBins.
+	//
 	// Tails: each release's support may leave out eta at each end, and each composition
 	// may trim eta more (upper: moved to +∞ or the lowest bin; lower: dropped). With at
 	// most total + 130·len(list) such steps, the upper curve rises by at most half of
@@ -181,6 +186,16 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		h = math.Min(h, math.Sqrt(o.Tolerance*(v/2+z*sd)/(n*(0.5+z/(2*sd)))))
 	}
 	h = math.Max(h, sd/float64(o.MaxBins)*8)
+	if unit0 > 0 {
+		// The aligned lattice: unit0/2^j ≤ h, unless that exceeds the bins (then blocks).
+		a := unit0 / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit0/h))))
+		if 30*sd/a <= float64(o.MaxBins) {
+			h = a
+		} else {
+			unit0 = 0
+			list = blocks(list)
+		}
+	}
 	// FFT error allowance: Err adds to δ directly, so at most Delta·Tolerance in all (a
 	// relative error of the tolerance in δ moves ε far less: by about that over
 	// d ln δ/d ln ε ≫ 1), shared by the at most 2·(len(list) + 32) convolutions' worth
@@ -195,7 +210,7 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	for round := 0; ; round++ {
 		prev := c.target()
 		refine := int(math.Round(math.Log2(h0 / h)))
-		c.pld = composeOnLattice(list, h, eta, refine, errTol)
+		c.pld = composeOnLattice(list, h, eta, refine, errTol, unit0 > 0)
 		c.all = append(c.all, c.pld)
 		w := c.target()
 		if round > 0 && w > prev/1.5 {
@@ -209,8 +224,11 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		}
 		// The width falls as h² (second order, both bounds): aim for 60% of the
 		// tolerance in one step, refining by 1.25 to 16.
-		f := math.Sqrt(0.6 * o.Tolerance / w)
-		h *= math.Min(0.8, math.Max(f, 1.0/16))
+		f := math.Min(0.8, math.Max(math.Sqrt(0.6*o.Tolerance/w), 1.0/16))
+		if unit0 > 0 { // stay aligned: halve
+			f = math.Exp2(math.Min(-1, math.Round(math.Log2(f))))
+		}
+		h *= f
 	}
 }
 
@@ -231,7 +249,7 @@ const maxRounds = 6
 // (partners), or else a share of the workload's Gaussian (split so that the μ² add up
 // to the whole, which is exact). The comb convolved with a bump wider than its teeth
 // is smooth.
-func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64) *PLD {
+func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, aligned bool) *PLD {
 	ps := make([]*PLD, 0, len(items))
 	var partners []blockMechanism
 	var gauss *Gaussian
@@ -250,7 +268,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64) 
 	// those left without a block.
 	lumpy := 0
 	for _, it := range groups {
-		if isComb(it, h, refine) && len(items) > 1 {
+		if !aligned && isComb(it, h, refine) && len(items) > 1 {
 			lumpy++
 		}
 	}
@@ -260,6 +278,9 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64) 
 	}
 	for _, it := range groups {
 		hg, hMax := groupSpacing(it, h, refine, len(items) > 1)
+		if aligned { // every atom is on the common lattice: compose there, exactly
+			hg, hMax = h, h
+		}
 		p := newPLD(hg, eta, it.Mechanism.specs()...)
 		p.errTol = errTol
 		if it.Count > 1 {
@@ -357,6 +378,33 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 
 // maxStartBins bounds the lattice of one release (see groupSpacing).
 const maxStartBins = 1 << 18
+
+// commonUnit returns u > 0 when every item but Gaussians has a single direction whose
+// loss is atoms only, all on integer multiples of u (the smallest atom unit; ratios
+// within 1e-9 of integers); else 0.
+func commonUnit(list []Item) float64 {
+	var units []float64
+	for _, it := range list {
+		if _, ok := it.Mechanism.(Gaussian); ok {
+			continue
+		}
+		sp := it.Mechanism.specs()
+		if len(sp) != 1 || !pureAtoms(sp[0]) || sp[0].atomUnit() <= 0 {
+			return 0
+		}
+		units = append(units, sp[0].atomUnit())
+	}
+	if len(units) == 0 {
+		return 0
+	}
+	u0 := slices.Min(units)
+	for _, x := range units {
+		if r := x / u0; math.Abs(r-math.Round(r)) > 1e-9*r {
+			return 0
+		}
+	}
+	return u0
+}
 
 // pureAtoms reports whether a spec's loss is atoms only (on multiples of its unit): on
 // an aligned lattice it is then exact, and needs no finer start.

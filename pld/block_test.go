@@ -166,3 +166,32 @@ func TestCombPartnersBracketExact(t *testing.T) {
 		t.Errorf("combs+Gaussian: width %g > 1e-4", w)
 	}
 }
+
+// Few-atom mechanisms on multiples of one unit (0.01, 0.02, 0.05) compose on a lattice
+// aligned with it, with no re-discretisation: the bracket is the exact product of the
+// binomials (Product of CanonicalComposition) up to rounding, at tolerance 1e-9.
+func TestCommensurateExact(t *testing.T) {
+	es, ks := []float64{0.01, 0.02, 0.05}, []int64{120, 90, 60}
+	var exact *Discrete
+	var items []Item
+	for i, e := range es {
+		u, _ := CanonicalComposition(e, ks[i], TailFine)
+		if exact == nil {
+			exact = u
+		} else {
+			exact = Product(exact, u, 0, true)
+		}
+		items = append(items, Item{EpsilonDelta{Epsilon: e}, ks[i]})
+	}
+	c, err := Compose(items, &Options{Tolerance: 1e-9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eps := range []float64{0, 0.5, 1.2, 2.5} {
+		want := exact.Delta(eps)
+		up, lo, _ := c.Delta(eps)
+		if up < want*(1-1e-11) || lo > want*(1+1e-11) || (up-lo) > 1e-9*want {
+			t.Errorf("ε=%g: [%.15g, %.15g] vs exact %.15g", eps, lo, up, want)
+		}
+	}
+}
