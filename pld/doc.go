@@ -9,13 +9,18 @@
 // (KOV §2; docs/errata.md item 1). Composition of independent releases adds their losses,
 // so the PLD of a composition is the convolution of the PLDs.
 //
-// Because the map L ↦ (1 − e^(ε−L))₊ is non-decreasing, moving probability mass to larger
-// loss values can only raise δ(ε) at every ε. Every approximation in this package is of
-// that kind: an "upper" distribution moves mass up (or to +∞) and so certifies an upper
-// bound on the true curve; a "lower" distribution moves mass down (or drops it) and
-// certifies a lower bound. The gap between the two is the reported bracket.
+// Every approximation keeps a certified bracket: an "upper" distribution whose curve is
+// at or above the true one and a "lower" one at or below it. With Y = e^(−L), the curve of
+// a composition is convex in each release's Y, and non-decreasing in each loss, so the
+// upper side may spread mass (a mean-preserving spread of Y, "connect the dots") or move
+// it to larger losses or +∞, and the lower side may merge or mix outcomes
+// (post-processing) or move mass down. On a lattice of spacing h both sides err to second
+// order in h for smooth distributions; few-atom releases are made smooth by enumerating
+// them in blocks (Compose). Floating-point error is tracked as a relative and an absolute
+// term of the curve (Lattice.Rel, Lattice.Err) and added to the bracket's ends.
 //
-// Discrete holds an arbitrary finite support; Lattice holds a support on a uniform grid
-// and composes by (FFT) convolution with its floating-point error tracked, so that the
-// bounds stay certified.
+// Discrete holds an arbitrary finite support; Lattice a support on a uniform grid,
+// composed by direct sums or FFT (double-double when the float64 error bound is too
+// large). Compose accounts a workload of mechanisms (Gaussians in closed form). The
+// mathematics, with the errata that matter, is in docs/composition.md.
 package pld
