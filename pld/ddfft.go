@@ -3,6 +3,7 @@ package pld
 import (
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // Double-double arithmetic (a value is hi + lo, |lo| ≤ ulp(hi)/2; Dekker 1971, Hida, Li &
@@ -101,9 +102,21 @@ func ddSinCos(x dd) (s, c dd) {
 	return s, c
 }
 
-// ddTwiddles returns e^(−2πik/n), k < n/2, for n a power of two ≥ 8, reducing every
-// angle to [0, π/4] by the symmetries of sine and cosine.
+// twiddleCache holds ddTwiddles by size (read-only once built).
+var twiddleCache sync.Map // int → []cdd
+
+// ddTwiddles returns e^(−2πik/n), k < n/2, for n a power of two ≥ 8 (cached).
 func ddTwiddles(n int) []cdd {
+	if w, ok := twiddleCache.Load(n); ok {
+		return w.([]cdd)
+	}
+	w, _ := twiddleCache.LoadOrStore(n, computeTwiddles(n))
+	return w.([]cdd)
+}
+
+// computeTwiddles returns e^(−2πik/n), k < n/2, reducing every angle to [0, π/4] by
+// the symmetries of sine and cosine.
+func computeTwiddles(n int) []cdd {
 	w := make([]cdd, n/2)
 	angle := func(j int) (s, c dd) { // sin, cos of 2πj/n, 0 ≤ j ≤ n/8
 		return ddSinCos(ddMulF(ddTwoPi, float64(j)/float64(n)))

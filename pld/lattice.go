@@ -142,13 +142,23 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	out.Mass = make([]float64, size)
 	sq := math.Sqrt(float64(size))
 	plain := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
-	aLo, aHi := bulk(a.Mass)
-	bLo, bHi := bulk(b.Mass)
-	direct := (aHi - aLo) * (bHi - bLo)
-	aTail, bTail := tailOf(a.Mass, aLo, aHi), tailOf(b.Mass, bLo, bHi)
-	aT1, aT2, bT1, bT2 := total(aTail), norm2(aTail), total(bTail), norm2(bTail)
-	aB2, aB1 := norm2(a.Mass[aLo:aHi]), total(a.Mass[aLo:aHi])
-	split := 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
+	// The bulks: bins above a ratio of the largest, the first ratio (from bulkRatios)
+	// whose split meets the allowance while its direct sums stay affordable.
+	var aLo, aHi, bLo, bHi, direct int
+	var aTail, bTail []float64
+	var split float64
+	for _, r := range bulkRatios {
+		aLo, aHi = bulk(a.Mass, r)
+		bLo, bHi = bulk(b.Mass, r)
+		direct = (aHi - aLo) * (bHi - bLo)
+		aTail, bTail = tailOf(a.Mass, aLo, aHi), tailOf(b.Mass, bLo, bHi)
+		aT1, aT2, bT1, bT2 := total(aTail), norm2(aTail), total(bTail), norm2(bTail)
+		aB2, aB1 := norm2(a.Mass[aLo:aHi]), total(a.Mass[aLo:aHi])
+		split = 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
+		if errTol == 0 || split*sq <= errTol || direct > maxDirectBulk {
+			break
+		}
+	}
 
 	// The cheapest way that meets the allowance (errTol = 0: exact bulks where cheap).
 	switch {
@@ -246,24 +256,26 @@ func directBulk(out, a, b []float64, aLo, aHi, bLo, bHi int) float64 {
 	return float64(directBlock+(aHi-aLo+directBlock-1)/directBlock+2) * u
 }
 
-// bulkRatio: the bulk of a lattice is the window of bins holding every mass above
-// bulkRatio times the largest; Convolve sums bulk × bulk directly when that costs at
-// most maxDirectBulk products.
+// bulkRatios: the bulk of a lattice is the window of bins holding every mass above a
+// ratio times the largest; convolve sums bulk × bulk directly when that costs at most
+// maxDirectBulk products, trying wider bulks (smaller ratios, smaller tails) while the
+// FFT of the tails would still err more than allowed.
+var bulkRatios = []float64{1e-5, 1e-7, 1e-9, 1e-13}
+
 const (
-	bulkRatio     = 1e-5
-	maxDirectBulk = 1 << 24
+	maxDirectBulk = 1 << 25
 	// maxDirectAll bounds the products of a convolution summed directly in full when the
 	// FFT's error bound exceeds the allowance (tiny δ targets).
 	maxDirectAll = 1 << 26
 )
 
-// bulk returns the window [lo, hi) of m holding every value above bulkRatio·max(m).
-func bulk(m []float64) (lo, hi int) {
+// bulk returns the window [lo, hi) of m holding every value above ratio·max(m).
+func bulk(m []float64, ratio float64) (lo, hi int) {
 	mx := 0.0
 	for _, v := range m {
 		mx = math.Max(mx, v)
 	}
-	t := mx * bulkRatio
+	t := mx * ratio
 	lo, hi = 0, len(m)
 	for lo < hi && m[lo] <= t {
 		lo++
