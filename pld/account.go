@@ -108,12 +108,16 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	// and every value read off it, is never below the exact one.
 	mu2 *= 1 + 2*u*float64(len(items)+2)
 	c := &Composition{tol: o.Tolerance, opts: o}
-	logKeep := 0.0
+	// The floor per direction (remove, add): a mechanism with one direction counts in
+	// both; the composition's curve is the larger of the two directions', so is its floor.
+	var logKeep [2]float64
 	for _, g := range groups {
 		ml := 0.0
-		for _, sp := range g.Mechanism.specs() {
-			ml = math.Max(ml, sp.maxLoss())
-			logKeep += float64(g.Count) * math.Log1p(-sp.infMass()) / float64(len(g.Mechanism.specs()))
+		sp := g.Mechanism.specs()
+		for d := range logKeep {
+			s := sp[min(d, len(sp)-1)]
+			ml = math.Max(ml, s.maxLoss())
+			logKeep[d] += float64(g.Count) * math.Log1p(-s.infMass())
 		}
 		c.maxLoss += float64(g.Count) * ml
 	}
@@ -121,7 +125,7 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 		c.maxLoss = math.Inf(1)
 	}
 	// Rounded up: the floor only caps upper values, so it must not be below the truth.
-	c.floor = math.Min(1, -math.Expm1(logKeep)*(1+1e-12))
+	c.floor = math.Min(1, -math.Expm1(math.Min(logKeep[0], logKeep[1]))*(1+1e-12))
 	if len(groups) == 0 {
 		c.mu = math.Sqrt(mu2) * (1 + 2*u)
 		return c, nil
@@ -296,7 +300,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 					p, _ = p.Compose(newPLD(p.h, eta, gaussianSpec{math.Sqrt(share)}))
 				}
 			}
-			p = p.rediscretize(h)
+			p = p.rediscretize(h, false)
 		}
 		ps = append(ps, p)
 	}

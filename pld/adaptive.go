@@ -40,7 +40,7 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 		}
 		pow, _ = sq.Compose(&sq)
 		if f := coarsening(pow, hMax, ratio); f > 1 && pow.lossRange() <= safeLoss {
-			pow = pow.rediscretize(pow.h * f)
+			pow = pow.rediscretize(pow.h*f, true)
 		}
 	}
 	var acc *PLD
@@ -105,7 +105,7 @@ func composeOnto(fine, coarse *PLD) *PLD {
 	if fine.Bins() <= maxCoarseCells*int(math.Round(coarse.h/fine.h)) {
 		return composeCoarse(fine, coarse)
 	}
-	out, _ := fine.rediscretize(coarse.h).Compose(coarse)
+	out, _ := fine.rediscretize(coarse.h, true).Compose(coarse)
 	return out
 }
 
@@ -124,6 +124,7 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 		f, c := fine.sides[min(i, len(fine.sides)-1)], coarse.sides[min(i, len(coarse.sides)-1)]
 		up, _ := discretize(coarseCells(f.upper, c.upper, r), coarse.h, 0)
 		_, lo := discretize(coarseCells(f.lower, c.lower, r), coarse.h, 0)
+		up.Shift, lo.Shift = f.upper.Shift+c.upper.Shift, f.lower.Shift+c.lower.Shift
 		up.Err, lo.Err = productErr(f.upper, c.upper), productErr(f.lower, c.lower)
 		up.Rel, lo.Rel = (1+f.upper.Rel)*(1+c.upper.Rel)-1, (1+f.lower.Rel)*(1+c.lower.Rel)-1
 		up.Trim(out.trimMass(), true)
@@ -189,7 +190,7 @@ func (p *PLD) refine(h float64) *PLD {
 	r := int64(math.Round(p.h / h))
 	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
 	spread := func(l *Lattice) *Lattice {
-		o := &Lattice{H: h, Offset: l.Offset * r, InfMass: l.InfMass, Rel: l.Rel, Err: l.Err}
+		o := &Lattice{H: h, Offset: l.Offset * r, Shift: l.Shift, InfMass: l.InfMass, Rel: l.Rel, Err: l.Err}
 		o.Mass = make([]float64, (int64(len(l.Mass))-1)*r+1)
 		for i, m := range l.Mass {
 			o.Mass[int64(i)*r] = m

@@ -38,16 +38,24 @@ func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
 	upper = &Lattice{H: h, Offset: jlo, Mass: make([]float64, n), InfMass: s.infMass()}
 	lower = &Lattice{H: h, Offset: jlo - 1, Mass: make([]float64, n+1), InfMass: s.infMass()}
 
+	// A spec whose losses are computed with a rounding (shiftedSpec) may put an atom
+	// that belongs on a grid point a few ulps off it: its cells are taken sl higher, so
+	// that such an atom is found with its grid point (below). The split then moves it at
+	// most sl down, which the read-out's outward rounding of losses covers.
+	sl := 0.0
+	if g, ok := s.(interface{ gridSlack() float64 }); ok {
+		sl = g.gridSlack()
+	}
 	// Cell jlo−1 is (−∞, jlo·h]: mass at or below the support, all of it put on grid
 	// point jlo by the upper bound (moved up).
 	cells := make([]outcome, 0, n)
 	for j := jlo - 1; j < jhi; j++ {
 		a, b := float64(j)*h, float64(j+1)*h
-		ca := a
+		ca, cb := a+sl, b+sl
 		if j == jlo-1 {
 			ca = math.Inf(-1)
 		}
-		p, q, e := s.cell(ca, b)
+		p, q, e := s.cell(ca, cb)
 		if p > 0 {
 			i := int(j - jlo)
 			pu := p * (1 + e)
@@ -64,20 +72,23 @@ func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
 		// the grid (and drag the sweeps, see placeOnGrid).
 		if p > 0 {
 			bm := math.Nextafter(b, math.Inf(-1))
-			if ap, _, _ := s.cell(bm, b); ap > 0 {
+			if sl > 0 {
+				bm = b - sl
+			}
+			if ap, _, _ := s.cell(bm, cb); ap > 0 {
 				lower.Mass[j+1-lower.Offset] += ap * (1 - e)
 				p, q, _ = s.cell(ca, bm)
 			}
 		}
 		if j == jhi-1 { // the lower bound merges finite mass above the support into the last cell
-			tp, tq, _ := s.cell(b, math.Inf(1))
+			tp, tq, _ := s.cell(cb, math.Inf(1))
 			p, q = p+tp, q+tq
 		}
 		if p > 0 {
 			cells = append(cells, outcome{p * (1 - e), q, j})
 		}
 	}
-	if tp, _, _ := s.cell(float64(jhi)*h, math.Inf(1)); tp > 0 { // the upper bound sends it to +∞
+	if tp, _, _ := s.cell(float64(jhi)*h+sl, math.Inf(1)); tp > 0 { // the upper bound sends it to +∞
 		upper.InfMass += tp * (1 + 1e-12)
 	}
 	placeOnGrid(cells, h, lower)

@@ -8,8 +8,9 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// Lattice is a privacy-loss distribution supported on the grid H·(Offset + i):
-// Mass[i] at loss H·(Offset+i), plus InfMass at +∞.
+// Lattice is a privacy-loss distribution supported on the grid Shift + H·(Offset + i):
+// Mass[i] at loss Shift + H·(Offset+i), plus InfMass at +∞. (Shift is 0 but for a
+// mechanism whose atoms are aligned with a grid that does not pass through 0.)
 //
 // Rel and Err bound the floating-point error against the exact lattice it stands for, at
 // the level of the curve: for every real ε,
@@ -26,10 +27,24 @@ import (
 type Lattice struct {
 	H       float64
 	Offset  int64
+	Shift   float64
 	Mass    []float64
 	InfMass float64
 	Rel     float64
 	Err     float64
+}
+
+// loss returns the loss of bin i and a bound on its error: the rounding of the sum, and
+// the few ulps (of the lattice's largest loss) by which a shifted spec's discretisation
+// may have moved an atom onto its grid point (discretize's gridSlack).
+func (l *Lattice) loss(i int) (x, err float64) {
+	g := l.H * float64(l.Offset+int64(i))
+	x = g + l.Shift
+	if l.Shift == 0 {
+		return x, 2 * u * math.Abs(g)
+	}
+	top := l.H * math.Max(math.Abs(float64(l.Offset)), math.Abs(float64(l.Offset+int64(len(l.Mass)))))
+	return x, 16 * u * (top + math.Abs(l.Shift))
 }
 
 // Discrete returns the lattice as a Discrete bound: for upper, masses are scaled by
@@ -47,7 +62,13 @@ func (l *Lattice) Discrete(upper bool) *Discrete {
 		if m <= 0 {
 			continue
 		}
-		d.Loss = append(d.Loss, math.Nextafter(math.Nextafter(l.H*float64(l.Offset+int64(i)), dir), dir))
+		x, e := l.loss(i)
+		if upper {
+			x += e
+		} else {
+			x -= e
+		}
+		d.Loss = append(d.Loss, math.Nextafter(math.Nextafter(x, dir), dir))
 		d.Mass = append(d.Mass, m*scale)
 	}
 	if upper {
@@ -118,6 +139,7 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	out := &Lattice{
 		H:       a.H,
 		Offset:  a.Offset + b.Offset,
+		Shift:   a.Shift + b.Shift,
 		InfMass: a.InfMass*(b.InfMass+bTot) + aTot*b.InfMass,
 		Rel:     (1+a.Rel)*(1+b.Rel)*(1+2*u) - 1,
 		Err:     productErr(a, b),

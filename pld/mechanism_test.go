@@ -320,3 +320,58 @@ func TestFitGaussianMu(t *testing.T) {
 		t.Errorf("fitted μ = %v, want in [1, 1.01]", mu)
 	}
 }
+
+// A Poisson-subsampled randomized response has two atoms per direction, not through 0:
+// its lattices are shifted to pass through them (subsampledSpec.atomOffset), so 16
+// releases compose exactly — checked against the enumerated products of the two pairs
+// (the remove pair (qP + (1−q)Q, Q) and the add pair (Q, qP + (1−q)Q)).
+func TestSubsampledAlignedExact(t *testing.T) {
+	const q = 0.05
+	e := math.E
+	P := []float64{e / (1 + e), 1 / (1 + e)}
+	Q := []float64{1 / (1 + e), e / (1 + e)}
+	pair := func(a, b []float64) *Discrete {
+		var loss, mass []float64
+		for i := range a {
+			loss = append(loss, math.Log(a[i]/b[i]))
+			mass = append(mass, a[i])
+		}
+		d, _ := NewDiscrete(loss, mass, 0)
+		return d
+	}
+	mix := []float64{q*P[0] + (1-q)*Q[0], q*P[1] + (1-q)*Q[1]}
+	remove, add := pair(mix, Q), pair(Q, mix)
+	r, a := remove, add
+	for range 15 {
+		r, a = Product(r, remove, 0, true), Product(a, add, 0, true)
+	}
+	c, err := Compose([]Item{{PoissonSubsampled{Base: RandomizedResponse{Epsilon: 1, K: 2}, Rate: q}, 16}}, &Options{Tolerance: 1e-9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eps := range []float64{0, 0.1, 0.3, 0.6} {
+		want := math.Max(r.Delta(eps), a.Delta(eps))
+		up, lo, _ := c.Delta(eps)
+		if up < want*(1-1e-12) || lo > want*(1+1e-12) || up-lo > 1e-9*want {
+			t.Errorf("ε=%g: [%.15g, %.15g] vs exact %.15g", eps, lo, up, want)
+		}
+	}
+}
+
+// The δ-event floor of a composition is that of its worse direction: a subsampled
+// (ε, δ) pair has P-only mass q·δ in the remove direction and none in the add one, and
+// averaging the two (as an earlier version did) halved the floor — and capped the upper
+// curve below the truth. 10^4 releases at q = 0.02, δ = 1e-7: floor 1 − (1 − 2e-9)^10^4.
+func TestFloorWorseDirection(t *testing.T) {
+	c, err := Compose([]Item{{PoissonSubsampled{Base: EpsilonDelta{Epsilon: 0.5, Delta: 1e-7}, Rate: 0.02}, 10000}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := -math.Expm1(10000 * math.Log1p(-0.02*1e-7))
+	if up, _, _ := c.Delta(1e6); up < want*(1-1e-12) {
+		t.Errorf("δ(∞) = %g, below the remove direction's floor %g", up, want)
+	}
+	if _, _, err := c.Epsilon(1.5e-5); err == nil {
+		t.Errorf("ε(1.5e-5) answered below the floor %g", want)
+	}
+}

@@ -57,7 +57,16 @@ const trimMass = 1e-45
 func newPLD(h, eta float64, specs ...spec) *PLD {
 	p := &PLD{h: h, trim: eta}
 	for _, s := range specs {
+		// A spec whose atoms lie on a grid not through 0 is discretised on that grid.
+		o := 0.0
+		if os, ok := s.(interface{ atomOffset() float64 }); ok {
+			o = os.atomOffset()
+		}
+		if o != 0 {
+			s = shiftedSpec{s, o}
+		}
 		up, lo := discretize(s, h, eta)
+		up.Shift, lo.Shift = o, o
 		p.sides = append(p.sides, side{up, lo})
 	}
 	return p
@@ -105,13 +114,19 @@ func convolveTrim(a, b *Lattice, upper bool, eta, errTol float64) *Lattice {
 }
 
 // rediscretize puts the PLD on the lattice of spacing h (see discretize: the lattice's
-// atoms, with Q-masses P-mass·e^(−loss), are treated as a discrete pair). The floating-
-// point error already tracked (Err) carries over.
-func (p *PLD) rediscretize(h float64) *PLD {
+// atoms, with Q-masses P-mass·e^(−loss), are treated as a discrete pair): through 0, or,
+// with keepShift, through each side's own Shift. The floating-point error already
+// tracked (Rel, Err) carries over.
+func (p *PLD) rediscretize(h float64, keepShift bool) *PLD {
 	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
 	for i, s := range p.sides {
-		up, _ := discretize(latticeSpec(s.upper, true), h, 0)
-		_, lo := discretize(latticeSpec(s.lower, false), h, 0)
+		su, sl := 0.0, 0.0
+		if keepShift {
+			su, sl = s.upper.Shift, s.lower.Shift
+		}
+		up, _ := discretize(latticeSpec(s.upper, true, su), h, 0)
+		_, lo := discretize(latticeSpec(s.lower, false, sl), h, 0)
+		up.Shift, lo.Shift = su, sl
 		up.Err, lo.Err = s.upper.Err, s.lower.Err
 		up.Rel, lo.Rel = s.upper.Rel, s.lower.Rel
 		out.sides[i] = side{up, lo}
@@ -151,17 +166,28 @@ func qMass(p, loss float64) float64 {
 // (latticeSpec, composeCoarse): beyond it e^(±loss) leaves the float64 range.
 const safeLoss = 700
 
-// latticeSpec describes a lattice bound as a discrete pair. Atoms whose Q-mass would
-// leave the float64 range — loss above safeLoss, or a Q-mass that underflows — go to +∞
-// for the upper bound (δ can only rise) and are dropped for the lower one; atoms below
-// −safeLoss are moved up to it (upper) or dropped (lower).
-func latticeSpec(l *Lattice, upper bool) spec {
+// latticeSpec describes a lattice bound as a discrete pair, its losses measured from
+// shift (a grid the result will be discretised on passes through shift; a pair whose
+// losses are all moved by the same amount discretises the same way, Q-masses scaled by
+// e^shift — see discretize). Atoms whose Q-mass would leave the float64 range — loss
+// above safeLoss, or a Q-mass that underflows — go to +∞ for the upper bound (δ can only
+// rise) and are dropped for the lower one; atoms below −safeLoss are moved up to it
+// (upper) or dropped (lower). The upper side's losses are rounded up and the lower's down
+// by their rounding error.
+func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 	d := &Discrete{InfMass: l.InfMass}
 	for i, m := range l.Mass {
 		if m <= 0 {
 			continue
 		}
-		loss := l.H * float64(l.Offset+int64(i))
+		loss, e := l.loss(i)
+		loss -= shift
+		e += 2 * u * math.Abs(loss)
+		if upper {
+			loss += e
+		} else {
+			loss -= e
+		}
 		switch {
 		case loss > safeLoss || qMass(m, loss) == 0:
 			if upper {
@@ -174,7 +200,12 @@ func latticeSpec(l *Lattice, upper bool) spec {
 			}
 			loss = -safeLoss
 		}
-		if n := len(d.Loss); n > 0 && d.Loss[n-1] == loss {
+		if n := len(d.Loss); n > 0 && d.Loss[n-1] >= loss {
+			// Rounding met two atoms: the upper side keeps the larger loss, the lower side
+			// the smaller.
+			if !upper {
+				d.Loss[n-1] = loss
+			}
 			d.Mass[n-1] += m
 			continue
 		}
@@ -190,7 +221,7 @@ func (p *PLD) lossRange() float64 {
 	for _, s := range p.sides {
 		for _, l := range []*Lattice{s.upper, s.lower} {
 			lo, hi := float64(l.Offset), float64(l.Offset+int64(len(l.Mass))-1)
-			r = math.Max(r, math.Max(math.Abs(lo), math.Abs(hi))*p.h)
+			r = math.Max(r, math.Max(math.Abs(lo), math.Abs(hi))*p.h+math.Abs(l.Shift))
 		}
 	}
 	return r

@@ -251,10 +251,14 @@ func (s subsampledSpec) cell(a, b float64) (p, q, relErr float64) {
 	// just below the cell: the discretisations treat that as mass moved up, see
 	// discretize) but never outcomes above b.
 	lo, hi := s.baseLoss(-b), s.baseLoss(-a)
-	if !math.IsInf(lo, -1) {
+	if math.IsInf(lo, -1) {
+		lo = -math.MaxFloat64 // every finite base loss, but not L = −∞ (see below)
+	} else {
 		lo = math.Nextafter(lo, math.Inf(-1))
 	}
-	if math.IsInf(b, 1) {
+	// Base outcomes Q alone can produce (L = −∞) have L' = −ln(1−q) exactly: counted in
+	// the cell that holds that value (not sent to +∞).
+	if edge := -math.Log1p(-s.rate); a < edge && edge <= b {
 		lo = math.Inf(-1)
 	}
 	bp, bq, e := s.base.cell(lo, hi)
@@ -274,10 +278,71 @@ func (s subsampledSpec) support(eta float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// atomUnit: the subsampled losses lie in [ln(1−q), −ln(1−q)] (remove: from below, add:
-// from above), with mass piling up at that edge (an atom when the base has δ > 0);
-// aligning the lattice with it keeps the edge on a grid point.
-func (s subsampledSpec) atomUnit() float64 { return -math.Log1p(-s.rate) }
+// heavyAtoms returns the subsampled images lo < hi of the base's extreme atoms ±M when
+// the base loss has atoms (Laplace, geometric, randomized response, (ε, δ) pairs carry
+// most of their mass there).
+func (s subsampledSpec) heavyAtoms() (lo, hi float64, ok bool) {
+	m := s.base.maxLoss()
+	if s.base.atomUnit() <= 0 || math.IsInf(m, 0) || m <= 0 {
+		return 0, 0, false
+	}
+	lo, hi = s.forward(-m), s.forward(m)
+	if s.add {
+		lo, hi = -hi, -lo
+	}
+	return lo, hi, hi > lo
+}
+
+// atomUnit and atomOffset: when the base has atoms, the two heavy atoms of the
+// subsampled loss are lo and lo + (hi − lo), on the grid lo + (hi − lo)/2^j·Z, so the
+// lattice is aligned with them (its Shift is lo). Otherwise the subsampled losses lie in
+// [ln(1−q), −ln(1−q)] (remove: from below, add: from above), with mass piling up at that
+// edge; aligning the lattice with it keeps the edge on a grid point.
+func (s subsampledSpec) atomUnit() float64 {
+	if lo, hi, ok := s.heavyAtoms(); ok {
+		return hi - lo
+	}
+	return -math.Log1p(-s.rate)
+}
+
+func (s subsampledSpec) atomOffset() float64 {
+	lo, _, _ := s.heavyAtoms()
+	return lo
+}
+
+// shiftedSpec is a spec with every loss moved down by o (Q-masses scaled by e^o, so
+// that each outcome's P-mass and loss agree): discretising it on the grid hZ and adding
+// o back puts the original on the grid o + hZ. Cells are asked of the original at
+// (a + o, b + o]; the rounding of that sum moves a boundary by an ulp, which the
+// read-out's outward rounding of losses covers.
+type shiftedSpec struct {
+	s spec
+	o float64
+}
+
+func (s shiftedSpec) cell(a, b float64) (p, q, relErr float64) {
+	p, q, relErr = s.s.cell(a+s.o, b+s.o)
+	return p, q * math.Exp(s.o), relErr + 2*u
+}
+
+// support is widened by the rounding of the shift, so that an atom at the original
+// support's end is not cut off (it would go to +∞, or be dropped).
+func (s shiftedSpec) support(eta float64) (lo, hi float64) {
+	lo, hi = s.s.support(eta)
+	slack := 8 * u * (math.Abs(lo) + math.Abs(hi) + math.Abs(s.o))
+	return lo - s.o - slack, hi - s.o + slack
+}
+
+// gridSlack bounds how far the rounding of a + o can move an atom off its grid point.
+func (s shiftedSpec) gridSlack() float64 {
+	lo, hi := s.s.support(0)
+	return 8 * u * (math.Abs(lo) + math.Abs(hi) + math.Abs(s.o))
+}
+
+func (s shiftedSpec) infMass() float64  { return s.s.infMass() }
+func (s shiftedSpec) variance() float64 { return s.s.variance() }
+func (s shiftedSpec) atomUnit() float64 { return s.s.atomUnit() }
+func (s shiftedSpec) maxLoss() float64  { return s.s.maxLoss() - s.o }
 
 func (s subsampledSpec) maxLoss() float64 {
 	if s.add {
