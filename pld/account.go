@@ -193,6 +193,9 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 	if unit0 > 0 {
 		// The aligned lattice: unit0/2^j ≤ h, unless that exceeds the bins (then blocks).
 		a := unit0 / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit0/h))))
+		if mu2 == 0 {
+			a = unit0 // atoms only: exact on the unit itself, no finer lattice helps
+		}
 		if 30*sd/a <= float64(o.MaxBins) {
 			h = a
 		} else {
@@ -200,14 +203,14 @@ func Compose(items []Item, opts *Options) (*Composition, error) {
 			list = blocks(list)
 		}
 	}
-	// FFT error allowance: Err adds to δ directly, so at most Delta·Tolerance in all (a
-	// relative error of the tolerance in δ moves ε far less: by about that over
-	// d ln δ/d ln ε ≫ 1), shared by the at most 2·(len(list) + 32) convolutions' worth
-	// of allowances (see selfComposeAdaptive). Measured at Epsilon, δ is unknown: exact
-	// bulks where cheap.
+	// FFT error allowance: Err adds to δ directly, and a relative error r of δ moves ε by
+	// about r over d ln δ/d ln ε ≳ 2 ln(1/δ) (≈ z² for a Gaussian-like curve): a total of
+	// Delta·Tolerance·ln(1/Delta)/5 moves ε(Delta) by at most a tenth of the tolerance. It
+	// is shared by the at most 2·(len(list) + 32) convolutions' worth of allowances (see
+	// selfComposeAdaptive). Measured at Epsilon, δ is unknown: exact bulks where cheap.
 	errTol := 0.0
 	if o.Epsilon == 0 {
-		errTol = o.Delta * o.Tolerance / (2 * float64(len(list)+32))
+		errTol = o.Delta * o.Tolerance * math.Log(1/o.Delta) / 5 / (2 * float64(len(list)+32))
 	}
 	worse := 0
 	h0 := h

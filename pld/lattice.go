@@ -149,7 +149,7 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	nzA, nzB := nonzero(a.Mass), nonzero(b.Mass)
 	nfft := 1 << bits.Len(uint(size-1))
 	logN := float64(bits.Len(uint(nfft)))
-	if float64(len(nzA))*float64(len(nzB)) <= 12*float64(nfft)*logN {
+	if float64(len(nzA))*float64(len(nzB)) <= 4*float64(nfft)*logN {
 		out.Mass = make([]float64, size)
 		for _, i := range nzA {
 			ai := a.Mass[i]
@@ -189,7 +189,7 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	case errTol == 0 || plain*sq <= errTol:
 		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
 		return out
-	case float64(len(nzA))*float64(len(nzB)) <= maxDirectAll:
+	case float64(len(nzA))*float64(nb) <= math.Min(maxDirectAll, ddCost*float64(nfft)*logN):
 		// All of it by direct sums (relative error only).
 		g := directBulk(out.Mass, a.Mass, b.Mass, 0, na, 0, nb)
 		out.Rel = (1+out.Rel)*(1+g) - 1
@@ -287,8 +287,10 @@ var bulkRatios = []float64{1e-5, 1e-7, 1e-9, 1e-13}
 const (
 	maxDirectBulk = 1 << 25
 	// maxDirectAll bounds the products of a convolution summed directly in full when the
-	// FFT's error bound exceeds the allowance (tiny δ targets).
+	// FFT's error bound exceeds the allowance (tiny δ targets), and ddCost is the cost of
+	// a double-double FFT convolution per N·log₂N, in products: the cheaper is taken.
 	maxDirectAll = 1 << 26
+	ddCost       = 60
 )
 
 // bulk returns the window [lo, hi) of m holding every value above ratio·max(m).
