@@ -376,14 +376,6 @@ func TestErrors(t *testing.T) {
 	if _, err := AverageAccuracy(pr, bad); !errors.As(err, &pe) {
 		t.Errorf("bad function: %v", err)
 	}
-	// 12 parties with distinct ε and 0 < δ < 1: no symmetry, 4^12 transcripts.
-	eps, delta := make([]float64, 12), make([]float64, 12)
-	for i := range eps {
-		eps[i], delta[i] = 1+0.1*float64(i), 0.01
-	}
-	if _, err := WorstCaseAccuracy(mustProtocol(t, eps, delta), AND(12)); !errors.As(err, &pe) {
-		t.Errorf("program too large: %v", err)
-	}
 	if _, err := WorstCaseAccuracy(pr, bad); !errors.As(err, &pe) {
 		t.Errorf("bad function, worst case: %v", err)
 	}

@@ -3,6 +3,8 @@ package multiparty
 import (
 	"math"
 	"slices"
+
+	"github.com/dpkit/dpkit/internal/numeric"
 )
 
 // certificate is a rule with its certified worst-case accuracy and a prior with its
@@ -19,9 +21,22 @@ func (c *certificate) offerRule(q []float64, lower float64) {
 	}
 }
 
+// offerPrior takes the prior scaled to sum 1: the Bayes accuracy is homogeneous of
+// degree 1 in π, so upper is divided by Σπ (compensated sum).
 func (c *certificate) offerPrior(pi []float64, upper float64) {
-	if upper < c.upper {
+	var s numeric.Sum
+	for _, p := range pi {
+		s.Add(p)
+	}
+	sum := s.Value()
+	if !(sum > 0) {
+		return
+	}
+	if upper /= sum; upper < c.upper {
 		c.pi, c.upper = slices.Clone(pi), upper
+		for x := range c.pi {
+			c.pi[x] /= sum
+		}
 	}
 }
 
@@ -57,7 +72,10 @@ func projectSimplex(v, buf []float64) {
 // fallen by a constant factor (Applegate et al. 2023, restarted PDHG for LP). Every
 // iterate's rule and prior are offered to cert. Each iteration costs one product with
 // a and one with its transpose.
-func pdhg(g game, cert *certificate, iters int, tol float64) {
+//
+// The iteration starts from the rule start (cert.q when nil) and the prior startPi
+// (cert.pi when nil).
+func pdhg(g game, cert *certificate, start, startPi []float64, iters int, tol float64) {
 	nx, nt, ny := g.size()
 	ones := make([]float64, nx)
 	for i := range ones {
@@ -78,7 +96,13 @@ func pdhg(g game, cert *certificate, iters int, tol float64) {
 	// Row sums are 1 (each row of a is a distribution), so σ = 1; the primal weight
 	// ω rescales τ → ω τ, σ → σ/ω.
 	omega := 1.0
-	q, pi := slices.Clone(cert.q), slices.Clone(cert.pi)
+	if start == nil {
+		start = cert.q
+	}
+	if startPi == nil {
+		startPi = cert.pi
+	}
+	q, pi := slices.Clone(start), slices.Clone(startPi)
 	qa, pa := slices.Clone(q), slices.Clone(pi) // averages since the last restart
 	q0, p0 := slices.Clone(q), slices.Clone(pi) // iterate at the last restart
 	navg := 0
@@ -89,7 +113,8 @@ func pdhg(g game, cert *certificate, iters int, tol float64) {
 	scBuf := make([]float64, nt*ny)
 	accBuf := make([]float64, nx)
 	g.accuracy(q, acc)
-	lastGap := cert.upper - cert.lower
+	// The restart schedule follows this run's own gap, from its starting point.
+	lastGap := upperBound(g, pi, scBuf) - lowerBound(g, q, accBuf)
 	prevGap := lastGap
 	const check = 32
 	for it := 1; it <= iters; it++ {

@@ -1,6 +1,11 @@
 package multiparty
 
-import "math"
+import (
+	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/floats"
+)
 
 // boundedLP is the linear program
 //
@@ -32,6 +37,7 @@ type lpResult struct {
 	duals   []float64
 	optimal bool
 	pivots  int
+	flips   int
 }
 
 func (lp *boundedLP) solve(maxPivots int) lpResult {
@@ -74,7 +80,8 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 	optimal := false
 	degenerate := 0
 	col := make([]float64, m)
-	pivots := 0
+	var nz []int
+	pivots, flips := 0, 0
 	for ; pivots < maxPivots; pivots++ {
 		// Entering column.
 		enter, dir := -1, 0.0
@@ -162,6 +169,7 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 			xb[r] -= dir * col[r] * theta
 		}
 		if leave < 0 { // bound flip
+			flips++
 			atUpper[enter] = !atUpper[enter]
 			continue
 		}
@@ -183,22 +191,7 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 			prow[j] *= inv
 		}
 		prow[enter] = 1
-		for r := range m {
-			if r == leave {
-				continue
-			}
-			f := tab[r*w+enter]
-			if f == 0 {
-				continue
-			}
-			row := tab[r*w : (r+1)*w]
-			for j, p := range prow {
-				if p != 0 {
-					row[j] -= f * p
-				}
-			}
-			row[enter] = 0
-		}
+		eliminate(tab, w, m, leave, enter, prow, &nz)
 		if f := d[enter]; f != 0 {
 			for j, p := range prow {
 				if p != 0 {
@@ -208,7 +201,7 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 			d[enter] = 0
 		}
 	}
-	res := lpResult{v: make([]float64, n), duals: make([]float64, m), optimal: optimal, pivots: pivots}
+	res := lpResult{v: make([]float64, n), duals: make([]float64, m), optimal: optimal, pivots: pivots, flips: flips}
 	for j := range n {
 		switch {
 		case isBasic[j] != 0:
@@ -222,4 +215,49 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 		res.duals[r] = max(0, -d[n+r])
 	}
 	return res
+}
+
+// eliminate subtracts multiples of the pivot row prow from the other rows of the m × w
+// tableau so that column enter becomes a unit vector. A sparse pivot row (common in
+// the first pivots, when the slack columns are still mostly zero) is applied through
+// its nonzero positions; a dense one by vectorized axpy, split over two goroutines for
+// large tableaus.
+func eliminate(tab []float64, w, m, leave, enter int, prow []float64, nz *[]int) {
+	idx := (*nz)[:0]
+	for j, p := range prow {
+		if p != 0 {
+			idx = append(idx, j)
+		}
+	}
+	*nz = idx
+	sparse := 4*len(idx) < w
+	work := func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if r == leave {
+				continue
+			}
+			f := tab[r*w+enter]
+			if f == 0 {
+				continue
+			}
+			row := tab[r*w : (r+1)*w]
+			if sparse {
+				for _, j := range idx {
+					row[j] -= f * prow[j]
+				}
+			} else {
+				floats.AddScaled(row, -f, prow)
+			}
+			row[enter] = 0
+		}
+	}
+	if m*w < 1<<18 {
+		work(0, m)
+		return
+	}
+	var wg sync.WaitGroup
+	half := m / 2
+	wg.Go(func() { work(0, half) })
+	work(half, m)
+	wg.Wait()
 }

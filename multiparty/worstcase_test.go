@@ -188,8 +188,8 @@ func TestWorstCaseOrbitsVsKronecker(t *testing.T) {
 			if len(classes) != 1 {
 				t.Fatalf("%s: %d symmetry classes, want 1", f.Name, len(classes))
 			}
-			a := solveGame(newOrbitGame(pr, tab, f.Outputs, classes))
-			b := solveGame(newKronGame(pr, tab, f.Outputs))
+			a := solveGame(newOrbitGame(pr, tab, f.Outputs, classes), nil, nil)
+			b := solveGame(newKronGame(pr, tab, f.Outputs), nil, nil)
 			if a.upper-a.lower > 1e-9 || b.upper-b.lower > 1e-9 || a.lower > b.upper+1e-12 || b.lower > a.upper+1e-12 {
 				t.Errorf("k=%d %s: orbits [%.12g, %.12g], Kronecker [%.12g, %.12g]", c.k, f.Name, a.lower, a.upper, b.lower, b.upper)
 			}
@@ -336,6 +336,11 @@ func BenchmarkWorstCaseAccuracy(b *testing.B) {
 		{"k=12/hetero/delta=0/xor", hetero(12), 0, XOR()},
 		{"k=12/hetero/delta=0/majority", hetero(12), 0, Majority(12)},
 		{"k=12/hetero/delta=0/and", hetero(12), 0, AND(12)},
+		{"k=12/hetero/delta=0/or", hetero(12), 0, OR()},
+		{"k=12/hetero/delta=0/random", hetero(12), 0, randomFunction(rand.New(rand.NewPCG(1, 1)), 12, 2)},
+		{"k=10/hetero/delta=0.1/majority", hetero(10), 0.1, Majority(10)},
+		{"k=12/hetero/delta=0.01/majority", hetero(12), 0.01, Majority(12)},
+		{"k=12/hetero/delta=0.01/and", hetero(12), 0.01, AND(12)},
 		{"k=10/hetero/delta=0/majority", hetero(10), 0, Majority(10)},
 		{"k=8/hetero/delta=0/random", hetero(8), 0, randomFunction(rand.New(rand.NewPCG(1, 1)), 8, 2)},
 	} {

@@ -37,9 +37,8 @@ message and answers f(x_1, …, x_k). Reported:
   worst_case_upper_bound
                        the Bayes accuracy of a prior on the inputs: no rule does
                        better, so the optimum lies between the two (their gap is
-                       certified; below 1e-9 whenever the parties' budgets are equal)
-                       both null when the program is too large (10 or more parties
-                       with unequal budgets and some 0 < δ_i < 1; docs/local-dp.md)
+                       certified; below 1e-9 whenever the parties' budgets are equal,
+                       possibly wider for 11–12 unequal parties; docs/local-dp.md)
   decision_table       the Bayes rule: transcript → answer, one symbol per party
                        (0: revealed 0, 1: noisy 0, 2: noisy 1, 3: revealed 1), for the
                        transcripts of positive probability; null above 4096 of them
