@@ -91,13 +91,8 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 			if isBasic[j] != 0 {
 				continue
 			}
-			var gain float64
-			switch {
-			case !atUpper[j] && d[j] > dualTol:
-				gain = d[j]
-			case atUpper[j] && d[j] < -dualTol:
-				gain = -d[j]
-			default:
+			gain, ok := reducedGain(d[j], atUpper[j], dualTol)
+			if !ok {
 				continue
 			}
 			if bland {
@@ -236,19 +231,7 @@ func eliminate(tab []float64, w, m, leave, enter int, prow []float64, nz *[]int)
 			if r == leave {
 				continue
 			}
-			f := tab[r*w+enter]
-			if f == 0 {
-				continue
-			}
-			row := tab[r*w : (r+1)*w]
-			if sparse {
-				for _, j := range idx {
-					row[j] -= f * prow[j]
-				}
-			} else {
-				floats.AddScaled(row, -f, prow)
-			}
-			row[enter] = 0
+			subtractPivot(tab[r*w:(r+1)*w], prow, idx, sparse, enter)
 		}
 	}
 	if m*w < 1<<18 {
@@ -260,4 +243,35 @@ func eliminate(tab []float64, w, m, leave, enter int, prow []float64, nz *[]int)
 	wg.Go(func() { work(0, half) })
 	work(half, m)
 	wg.Wait()
+}
+
+// reducedGain returns how much entering a non-basic column with reduced cost d improves
+// the objective per unit (at its lower bound it may rise, at its upper bound fall), and
+// whether it improves at all beyond tol.
+func reducedGain(d float64, atUpper bool, tol float64) (float64, bool) {
+	switch {
+	case !atUpper && d > tol:
+		return d, true
+	case atUpper && d < -tol:
+		return -d, true
+	}
+	return 0, false
+}
+
+// subtractPivot eliminates the entering column from one tableau row: row −= f·prow with
+// f = row[enter], over the non-zeros idx of the pivot row when sparse, and sets the
+// entry exactly to 0.
+func subtractPivot(row, prow []float64, idx []int, sparse bool, enter int) {
+	f := row[enter]
+	if f == 0 {
+		return
+	}
+	if sparse {
+		for _, j := range idx {
+			row[j] -= f * prow[j]
+		}
+	} else {
+		floats.AddScaled(row, -f, prow)
+	}
+	row[enter] = 0
 }

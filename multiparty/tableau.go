@@ -195,19 +195,7 @@ func (t *tableau) pivot(leave, enter int) {
 			if r == leave {
 				continue
 			}
-			row := t.a[r*t.stride : r*t.stride+w]
-			f := row[enter]
-			if f == 0 {
-				continue
-			}
-			if sparse {
-				for _, j := range idx {
-					row[j] -= f * prow[j]
-				}
-			} else {
-				floats.AddScaled(row, -f, prow)
-			}
-			row[enter] = 0
+			subtractPivot(t.a[r*t.stride:r*t.stride+w], prow, idx, sparse, enter)
 		}
 	}
 	if t.m*w < 1<<17 {
@@ -252,13 +240,8 @@ func (t *tableau) primal() bool {
 			if t.rowOf[j] >= 0 {
 				continue
 			}
-			var gain float64
-			switch {
-			case !t.atUpper[j] && t.d[j] > tabDualTol:
-				gain = t.d[j]
-			case t.atUpper[j] && t.d[j] < -tabDualTol:
-				gain = -t.d[j]
-			default:
+			gain, ok := reducedGain(t.d[j], t.atUpper[j], tabDualTol)
+			if !ok {
 				continue
 			}
 			if bland {

@@ -100,11 +100,10 @@ func TestRandomizedResponseAgainstEnumeration(t *testing.T) {
 	}
 }
 
-// Poisson-subsampled binary randomized response (ε = 1, q = 0.3): the two directions are
-// the discrete pairs (qP + (1−q)Q, Q) and (Q, qP + (1−q)Q), enumerated exactly here; the
-// composed curve is the larger of the two directions' products.
-func TestSubsampledAgainstEnumeration(t *testing.T) {
-	const q = 0.3
+// subsampledRRPairs returns the two directions of binary randomized response (ε = 1)
+// under Poisson subsampling at rate q, enumerated: the remove pair (qP + (1−q)Q, Q) and
+// the add pair (Q, qP + (1−q)Q), as loss distributions under their first member.
+func subsampledRRPairs(q float64) (remove, add *Discrete) {
 	e := math.E
 	P := []float64{e / (1 + e), 1 / (1 + e)}
 	Q := []float64{1 / (1 + e), e / (1 + e)}
@@ -118,7 +117,15 @@ func TestSubsampledAgainstEnumeration(t *testing.T) {
 		return d
 	}
 	mix := []float64{q*P[0] + (1-q)*Q[0], q*P[1] + (1-q)*Q[1]}
-	remove, add := pair(mix, Q), pair(Q, mix)
+	return pair(mix, Q), pair(Q, mix)
+}
+
+// Poisson-subsampled binary randomized response (ε = 1, q = 0.3): the two directions are
+// the discrete pairs (qP + (1−q)Q, Q) and (Q, qP + (1−q)Q), enumerated exactly here; the
+// composed curve is the larger of the two directions' products.
+func TestSubsampledAgainstEnumeration(t *testing.T) {
+	const q = 0.3
+	remove, add := subsampledRRPairs(q)
 	remove2, add2 := Product(remove, remove, 0, true), Product(add, add, 0, true)
 	c, err := Compose([]Item{{PoissonSubsampled{Base: RandomizedResponse{Epsilon: 1, K: 2}, Rate: q}, 2}}, &Options{Tolerance: 1e-4})
 	if err != nil {
@@ -327,20 +334,7 @@ func TestFitGaussianMu(t *testing.T) {
 // (the remove pair (qP + (1−q)Q, Q) and the add pair (Q, qP + (1−q)Q)).
 func TestSubsampledAlignedExact(t *testing.T) {
 	const q = 0.05
-	e := math.E
-	P := []float64{e / (1 + e), 1 / (1 + e)}
-	Q := []float64{1 / (1 + e), e / (1 + e)}
-	pair := func(a, b []float64) *Discrete {
-		var loss, mass []float64
-		for i := range a {
-			loss = append(loss, math.Log(a[i]/b[i]))
-			mass = append(mass, a[i])
-		}
-		d, _ := NewDiscrete(loss, mass, 0)
-		return d
-	}
-	mix := []float64{q*P[0] + (1-q)*Q[0], q*P[1] + (1-q)*Q[1]}
-	remove, add := pair(mix, Q), pair(Q, mix)
+	remove, add := subsampledRRPairs(q)
 	r, a := remove, add
 	for range 15 {
 		r, a = Product(r, remove, 0, true), Product(a, add, 0, true)
