@@ -84,25 +84,8 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 	pivots, flips := 0, 0
 	for ; pivots < maxPivots; pivots++ {
 		// Entering column.
-		enter, dir := -1, 0.0
-		bland := degenerate > 50
-		best := 0.0
-		for j := range w {
-			if isBasic[j] != 0 {
-				continue
-			}
-			gain, ok := reducedGain(d[j], atUpper[j], dualTol)
-			if !ok {
-				continue
-			}
-			if bland {
-				enter = j
-				break
-			}
-			if gain > best {
-				best, enter = gain, j
-			}
-		}
+		dir := 0.0
+		enter := entering(w, func(j int) bool { return isBasic[j] != 0 }, d, atUpper, dualTol, degenerate > 50)
 		if enter < 0 {
 			optimal = true
 			break
@@ -243,6 +226,29 @@ func eliminate(tab []float64, w, m, leave, enter int, prow []float64, nz *[]int)
 	wg.Go(func() { work(0, half) })
 	work(half, m)
 	wg.Wait()
+}
+
+// entering returns the non-basic column of w to enter the basis, or −1 at optimality:
+// the largest gain (Dantzig) or, with bland, the first improving one (Bland's rule,
+// which cannot cycle).
+func entering(w int, basic func(int) bool, d []float64, atUpper []bool, tol float64, bland bool) int {
+	enter, best := -1, 0.0
+	for j := range w {
+		if basic(j) {
+			continue
+		}
+		gain, ok := reducedGain(d[j], atUpper[j], tol)
+		if !ok {
+			continue
+		}
+		if bland {
+			return j
+		}
+		if gain > best {
+			best, enter = gain, j
+		}
+	}
+	return enter
 }
 
 // reducedGain returns how much entering a non-basic column with reduced cost d improves

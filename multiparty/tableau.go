@@ -233,25 +233,7 @@ func (t *tableau) primal() bool {
 	degenerate := 0
 	col := make([]float64, t.m)
 	for t.work < t.budget {
-		enter := -1
-		best := 0.0
-		bland := degenerate > 50
-		for j := range t.w {
-			if t.rowOf[j] >= 0 {
-				continue
-			}
-			gain, ok := reducedGain(t.d[j], t.atUpper[j], tabDualTol)
-			if !ok {
-				continue
-			}
-			if bland {
-				enter = j
-				break
-			}
-			if gain > best {
-				best, enter = gain, j
-			}
-		}
+		enter := entering(t.w, func(j int) bool { return t.rowOf[j] >= 0 }, t.d, t.atUpper, tabDualTol, degenerate > 50)
 		if enter < 0 {
 			return true
 		}

@@ -587,18 +587,11 @@ func (c *Composition) FitGaussianMu() float64 {
 		// Below 100 times the mass at +∞ (δ-events, truncated tails, tracked error) the
 		// upper curve is that mass more than the shape of the loss: not fitted.
 		floor := math.Max(1e-15, 100*d.InfMass)
-		// δ at every atom in one downward pass (see tradeOff).
-		A, G := 0.0, 0.0
-		for i := len(d.Loss) - 1; i >= 0; i-- {
-			if i < len(d.Loss)-1 {
-				G = (G + d.Mass[i+1]) * math.Exp(d.Loss[i]-d.Loss[i+1])
-				A += d.Mass[i+1]
-			}
-			dl := d.InfMass + math.Max(A-G, 0)
+		d.atomDeltas(func(i int, dl float64) {
 			if d.Loss[i] >= 0 && dl >= floor && dl <= 0.5 {
 				pts = append(pts, point{d.Loss[i], dl})
 			}
-		}
+		})
 	}
 	ok := func(mu float64) bool {
 		for _, p := range pts {

@@ -314,19 +314,25 @@ func (p *PLD) TradeOff(alpha float64) (upper, lower float64) {
 	return upper, lower
 }
 
-// tradeOff evaluates the supremum at every atom l_i in one downward pass, with
-// δ(l_i) = InfMass + A_i − G_i, A_i = Σ_{j>i} m_j, G_i = Σ_{j>i} m_j e^(l_i − l_j).
+// tradeOff evaluates the supremum at every atom l_i (atomDeltas).
 // (At ε → −∞ the value is 1 − total mass ≤ 0 for a probability measure.)
 func tradeOff(d *Discrete, alpha float64) float64 {
 	best := 0.0
+	d.atomDeltas(func(i int, delta float64) {
+		best = math.Max(best, 1-delta-math.Exp(d.Loss[i])*alpha)
+	})
+	return math.Min(1, best)
+}
+
+// atomDeltas calls f with δ(l_i) at every atom l_i, in one downward pass:
+// δ(l_i) = InfMass + A_i − G_i, A_i = Σ_{j>i} m_j, G_i = Σ_{j>i} m_j e^(l_i − l_j).
+func (d *Discrete) atomDeltas(f func(i int, delta float64)) {
 	A, G := 0.0, 0.0
 	for i := len(d.Loss) - 1; i >= 0; i-- {
 		if i < len(d.Loss)-1 {
 			G = (G + d.Mass[i+1]) * math.Exp(d.Loss[i]-d.Loss[i+1])
 			A += d.Mass[i+1]
 		}
-		delta := d.InfMass + math.Max(A-G, 0)
-		best = math.Max(best, 1-delta-math.Exp(d.Loss[i])*alpha)
+		f(i, d.InfMass+math.Max(A-G, 0))
 	}
-	return math.Min(1, best)
 }
