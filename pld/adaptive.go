@@ -39,7 +39,7 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 			sq.errTol = p.errTol / float64(k>>uint(j+1))
 		}
 		pow, _ = sq.Compose(&sq)
-		if f := coarsening(pow, hMax, ratio); f > 1 && pow.lossRange() <= safeLoss {
+		if f := coarsening(pow, hMax, ratio); f > 1 && pow.centredRange() <= safeLoss {
 			pow = pow.rediscretize(pow.h*f, true)
 		}
 	}
@@ -96,7 +96,7 @@ func composeOnto(fine, coarse *PLD) *PLD {
 		out, _ := fine.Compose(coarse)
 		return out
 	}
-	if fine.lossRange()+coarse.lossRange() > safeLoss {
+	if fine.centredRange()+coarse.centredRange() > safeLoss {
 		// e^(±loss) would leave the float64 range: compose on the fine lattice, on which
 		// coarse is exact (its grid points are fine ones).
 		out, _ := fine.Compose(coarse.refine(fine.h))
@@ -122,8 +122,12 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol)}
 	for i := range n {
 		f, c := fine.sides[min(i, len(fine.sides)-1)], coarse.sides[min(i, len(coarse.sides)-1)]
-		up, _ := discretize(coarseCells(f.upper, c.upper, r), coarse.h, 0)
-		_, lo := discretize(coarseCells(f.lower, c.lower, r), coarse.h, 0)
+		cu, mu := coarseCells(f.upper, c.upper, r)
+		cl, ml := coarseCells(f.lower, c.lower, r)
+		up, _ := discretize(cu, coarse.h, 0)
+		_, lo := discretize(cl, coarse.h, 0)
+		up.Offset += mu
+		lo.Offset += ml
 		up.Shift, lo.Shift = f.upper.Shift+c.upper.Shift, f.lower.Shift+c.lower.Shift
 		up.Err, lo.Err = productErr(f.upper, c.upper), productErr(f.lower, c.lower)
 		up.Rel, lo.Rel = (1+f.upper.Rel)*(1+c.upper.Rel)-1, (1+f.lower.Rel)*(1+c.lower.Rel)-1
@@ -135,8 +139,11 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 }
 
 // coarseCells returns the cell masses (spacing r·f.H) of the composition of the lattice
-// f with the lattice c of spacing r·f.H.
-func coarseCells(f, c *Lattice, r int64) *cellsSpec {
+// f with the lattice c of spacing r·f.H. Losses are measured from grid points near the
+// middle of each lattice (nf·f.H, a coarse grid point, and nc·c.H), so that the Q-masses
+// P·e^(−loss) stay in the float64 range wherever the lattices lie (see centredRange);
+// the cells are those of the composition moved down by (nf/r + nc)·c.H.
+func coarseCells(f, c *Lattice, r int64) (cells *cellsSpec, move int64) {
 	// Bin f: fine index n lies in the coarse cell ceil(n/r) − 1.
 	ceilDiv := func(a, b int64) int64 {
 		q := a / b
@@ -145,26 +152,28 @@ func coarseCells(f, c *Lattice, r int64) *cellsSpec {
 		}
 		return q
 	}
-	c0 := ceilDiv(f.Offset, r) - 1
-	c1 := ceilDiv(f.Offset+int64(len(f.Mass))-1, r) - 1
+	nf := ceilDiv(f.Offset+int64(len(f.Mass)/2), r) * r
+	nc := c.Offset + int64(len(c.Mass)/2)
+	c0 := ceilDiv(f.Offset-nf, r) - 1
+	c1 := ceilDiv(f.Offset-nf+int64(len(f.Mass))-1, r) - 1
 	fp := make([]float64, c1-c0+1)
 	fq := make([]float64, c1-c0+1)
 	for i, m := range f.Mass {
 		if m > 0 {
-			nIdx := f.Offset + int64(i)
+			nIdx := f.Offset - nf + int64(i)
 			j := ceilDiv(nIdx, r) - 1 - c0
 			fp[j] += m
 			fq[j] += qMass(m, float64(nIdx)*f.H)
 		}
 	}
-	cells := &cellsSpec{h: c.H, jlo: c.Offset + c0}
+	cells = &cellsSpec{h: c.H, jlo: c.Offset - nc + c0}
 	cells.p = make([]float64, len(c.Mass)+len(fp)-1)
 	cells.q = make([]float64, len(cells.p))
 	for g, pg := range c.Mass {
 		if pg <= 0 {
 			continue
 		}
-		qg := qMass(pg, float64(c.Offset+int64(g))*c.H)
+		qg := qMass(pg, float64(c.Offset-nc+int64(g))*c.H)
 		for j := range fp {
 			cells.p[g+j] += pg * fp[j]
 			cells.q[g+j] += qg * fq[j]
@@ -174,7 +183,7 @@ func coarseCells(f, c *Lattice, r int64) *cellsSpec {
 	fTot, cTot := total(f.Mass), total(c.Mass)
 	cells.inf = f.InfMass*(c.InfMass+cTot) + fTot*c.InfMass
 	cells.trim()
-	return cells
+	return cells, nf/r + nc
 }
 
 // productErr is the absolute error (Err) the composition of a and b inherits: by the

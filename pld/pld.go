@@ -120,17 +120,29 @@ func convolveTrim(a, b *Lattice, upper bool, eta, errTol float64) *Lattice {
 func (p *PLD) rediscretize(h float64, keepShift bool) *PLD {
 	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
 	for i, s := range p.sides {
-		su, sl := 0.0, 0.0
-		if keepShift {
-			su, sl = s.upper.Shift, s.lower.Shift
-		}
-		up, _ := discretize(latticeSpec(s.upper, true, su), h, 0)
-		_, lo := discretize(latticeSpec(s.lower, false, sl), h, 0)
-		up.Shift, lo.Shift = su, sl
-		up.Err, lo.Err = s.upper.Err, s.lower.Err
-		up.Rel, lo.Rel = s.upper.Rel, s.lower.Rel
-		out.sides[i] = side{up, lo}
+		out.sides[i] = side{s.upper.onto(h, keepShift, true), s.lower.onto(h, keepShift, false)}
 	}
+	return out
+}
+
+// onto returns one bound of rediscretize. Losses are measured from a grid point of the
+// new lattice near the middle of l's (a pair whose losses all move by the same amount
+// discretises the same way, see latticeSpec), so that e^(±loss) stays in the float64
+// range for any lattice whose centred range is at most safeLoss, wherever it lies.
+func (l *Lattice) onto(h float64, keepShift, upper bool) *Lattice {
+	su := 0.0
+	if keepShift {
+		su = l.Shift
+	}
+	mid := l.Shift + l.H*float64(l.Offset+int64(len(l.Mass)/2))
+	n := int64(math.Round((mid - su) / h))
+	up, lo := discretize(latticeSpec(l, upper, su+float64(n)*h), h, 0)
+	out := lo
+	if upper {
+		out = up
+	}
+	out.Offset += n
+	out.Shift, out.Err, out.Rel = su, l.Err, l.Rel
 	return out
 }
 
@@ -169,7 +181,8 @@ const safeLoss = 700
 // latticeSpec describes a lattice bound as a discrete pair, its losses measured from
 // shift (a grid the result will be discretised on passes through shift; a pair whose
 // losses are all moved by the same amount discretises the same way, Q-masses scaled by
-// e^shift — see discretize). Atoms whose Q-mass would leave the float64 range — loss
+// e^shift — see discretize). The rounding of shift itself (≤ u·|shift|) is covered by
+// rounding each loss outward by 2u·|shift| more. Atoms whose Q-mass would leave the float64 range — loss
 // above safeLoss, or a Q-mass that underflows — go to +∞ for the upper bound (δ can only
 // rise) and are dropped for the lower one; atoms below −safeLoss are moved up to it
 // (upper) or dropped (lower). The upper side's losses are rounded up and the lower's down
@@ -182,7 +195,7 @@ func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 		}
 		loss, e := l.loss(i)
 		loss -= shift
-		e += 2 * u * math.Abs(loss)
+		e += 2*u*math.Abs(loss) + 2*u*math.Abs(shift)
 		if upper {
 			loss += e
 		} else {
@@ -215,13 +228,14 @@ func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 	return discreteSpec(d, 4*u)
 }
 
-// lossRange returns the largest |loss| held by p's lattices.
-func (p *PLD) lossRange() float64 {
+// centredRange returns the largest distance of a loss of p's lattices from the middle of
+// its lattice, plus one bin: what latticeSpec and coarseCells, which measure losses from
+// a grid point near the middle, must keep within safeLoss.
+func (p *PLD) centredRange() float64 {
 	r := 0.0
 	for _, s := range p.sides {
 		for _, l := range []*Lattice{s.upper, s.lower} {
-			lo, hi := float64(l.Offset), float64(l.Offset+int64(len(l.Mass))-1)
-			r = math.Max(r, math.Max(math.Abs(lo), math.Abs(hi))*p.h+math.Abs(l.Shift))
+			r = math.Max(r, float64(len(l.Mass)/2+2)*l.H)
 		}
 	}
 	return r
