@@ -288,11 +288,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 		if aligned { // every atom is on the common lattice: compose there, exactly
 			hg, hMax = h, h
 		}
-		p := newPLD(hg, eta, it.Mechanism.specs()...)
-		p.errTol = errTol
-		if it.Count > 1 {
-			p = p.selfComposeAdaptive(it.Count, hMax, coarseRatio*math.Exp2(float64(refine)))
-		}
+		p := selfCompose(it, hg, hMax, coarseRatio*math.Exp2(float64(refine)), eta, errTol)
 		if p.h != h && len(items) > 1 {
 			if isComb(it, h, refine) {
 				switch {
@@ -336,6 +332,31 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 	return ps[0]
 }
 
+// selfCompose returns the it.Count-fold composition of it's release, which starts on
+// spacing h and may coarsen up to hMax: on two resolutions when its loss has long light
+// tails (see tailed), else on one.
+func selfCompose(it Item, h, hMax, ratio, eta, errTol float64) *PLD {
+	sp := it.Mechanism.specs()
+	if it.Count > 1 {
+		sd0 := 0.0
+		for _, s := range sp {
+			sd0 = math.Max(sd0, math.Sqrt(s.variance()))
+		}
+		if plan := planTails(sd0, h, hMax, ratio, it.Count); plan != nil {
+			if t, ok := newTailed(h, eta, plan, sp...); ok {
+				t = t.withTol(errTol)
+				return t.selfCompose(it.Count, hMax, ratio, plan)
+			}
+		}
+	}
+	p := newPLD(h, eta, sp...)
+	p.errTol = errTol
+	if it.Count > 1 {
+		p = p.selfComposeAdaptive(it.Count, hMax, ratio)
+	}
+	return p
+}
+
 // startRatio is the number of bins per standard deviation of one release on the
 // lattice a group starts on (times 2^refine): the discretisation of each release moves
 // the variance of the total by about 1/(3·startRatio²) of itself.
@@ -343,8 +364,9 @@ const startRatio = 32
 
 // groupSpacing returns the spacing of the lattice an item starts on and the largest its
 // self-composition may coarsen to. A loss with atoms on multiples of a unit starts on
-// unit/2^j ≤ h/2^refine, so the atoms are on the lattice, and stays within the unit;
-// other losses start on h/2^j. Unless the loss is atoms only (then exact on its aligned
+// unit/2^j ≤ h/2^refine, so the atoms are on the lattice, and stays within the unit (but
+// a subsampled loss without atoms, whose unit only aligns an edge); other losses start on
+// h/2^j. Unless the loss is atoms only (then exact on its aligned
 // lattice), the start is also fine enough for startRatio·2^refine bins per standard
 // deviation of one release. With several items the largest spacing is h (the common
 // lattice); alone an item's own lattice is the answer, and may coarsen freely.
@@ -373,6 +395,13 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 		}
 		for width/start > maxStartBins {
 			start *= 2
+		}
+		if ss, ok := sp[0].(subsampledSpec); ok {
+			if _, _, heavy := ss.heavyAtoms(); !heavy {
+				// The unit only aligns the edge the mass of one release piles up at; its
+				// powers are smooth there, and may coarsen beyond it.
+				return start, largest
+			}
 		}
 		return start, math.Min(largest, math.Max(start, unit))
 	}

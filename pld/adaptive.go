@@ -25,22 +25,42 @@ const maxCoarseCells = 64
 // The powers p^(2^j) whose bits are set in k are then combined from the largest down: a
 // narrow power on a finer lattice joins the wider, coarser one by composeCoarse.
 func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
-	var pows []*PLD // pows[j] = p^(2^j)
-	pow := p
+	return tailed{bulk: p}.selfCompose(k, hMax, ratio, nil)
+}
+
+// selfCompose is selfComposeAdaptive for a PLD held at two resolutions (see tailed): each
+// square's bulk sheds its ends into the tail as plan says, is coarsened as its total
+// standard deviation grows (never beyond the tail's spacing), and joins the tail once it
+// reaches that spacing. With plan nil (and no tail) it is plain repeated squaring.
+func (t tailed) selfCompose(k int64, hMax, ratio float64, plan *tailPlan) *PLD {
+	errTol := t.bulk.errTol
+	var pows []tailed // pows[j] = t^(2^j)
+	pow := t
 	for j := 0; ; j++ {
 		pows = append(pows, pow)
 		if k>>uint(j+1) == 0 {
 			break
 		}
 		// The square of level j appears k/2^(j+1) times in the result: its error
-		// allowance is p's divided by that (so each level adds about p.errTol).
-		sq := *pow
-		if p.errTol > 0 {
-			sq.errTol = p.errTol / float64(k>>uint(j+1))
+		// allowance is the release's divided by that (so each level adds about errTol).
+		sq := pow
+		if errTol > 0 {
+			sq = pow.withTol(errTol / float64(k>>uint(j+1)))
 		}
-		pow, _ = sq.Compose(&sq)
-		if f := coarsening(pow, hMax, ratio); f > 1 && pow.centredRange() <= safeLoss {
-			pow = pow.rediscretize(pow.h*f, true)
+		var H, keep float64
+		if plan != nil {
+			H, keep = plan.H, plan.keep(j+1)
+		}
+		pow = sq.compose(sq, H, keep)
+		limit := hMax
+		if pow.tail != nil {
+			limit = pow.tail.h
+		}
+		if f := coarsening(pow.sd(), pow.bulk.h, limit, ratio); f > 1 && pow.bulk.centredRange() <= safeLoss {
+			pow.bulk = pow.bulk.rediscretize(pow.bulk.h*f, true)
+		}
+		if pow.tail != nil && pow.bulk.h == pow.tail.h {
+			pow = tailed{bulk: pow.merged()}
 		}
 	}
 	var acc *PLD
@@ -48,22 +68,24 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 		if k>>uint(j)&1 == 0 {
 			continue
 		}
+		// Each join happens once: it may use the release's whole allowance.
+		pow := pows[j].withTol(errTol)
 		if acc == nil {
-			acc = pows[j]
+			acc = pow.merged()
 			continue
 		}
-		acc = composeOnto(pows[j], acc)
+		acc.errTol = errTol
+		acc = pow.onto(acc)
 	}
-	acc.errTol = p.errTol
+	acc.errTol = errTol
 	return acc
 }
 
-// coarsening returns the power of two by which p's spacing can grow (1 for none): the
-// largest keeping at least ratio bins per standard deviation, and the spacing ≤ hMax.
-func coarsening(p *PLD, hMax, ratio float64) float64 {
-	sd := p.sd()
+// coarsening returns the power of two by which a spacing h can grow (1 for none): the
+// largest keeping at least ratio bins per standard deviation sd, and the spacing ≤ hMax.
+func coarsening(sd, h, hMax, ratio float64) float64 {
 	f := 1.0
-	for 2*f*p.h <= hMax*(1+1e-12) && sd/(2*f*p.h) >= ratio {
+	for 2*f*h <= hMax*(1+1e-12) && sd/(2*f*h) >= ratio {
 		f *= 2
 	}
 	return f
@@ -71,17 +93,27 @@ func coarsening(p *PLD, hMax, ratio float64) float64 {
 
 // sd returns the standard deviation of the upper distribution's finite loss (largest
 // over the sides).
-func (p *PLD) sd() float64 {
+func (p *PLD) sd() float64 { return sdOf(p) }
+
+// sdOf returns the standard deviation of the finite loss of the upper distribution that
+// the PLDs are parts of (largest over the sides). Losses are measured from the first
+// part's lowest grid point, so the moments do not cancel for a lattice far from 0.
+func sdOf(ps ...*PLD) float64 {
 	s := 0.0
-	for _, sd := range p.sides {
+	for i := range ps[0].sides {
+		ref := ps[0].sides[i].upper
+		x0 := ref.Shift + ref.H*float64(ref.Offset)
 		var m0, m1, m2 float64
-		for i, m := range sd.upper.Mass {
-			x := float64(sd.upper.Offset + int64(i))
-			m0, m1, m2 = m0+m, m1+m*x, m2+m*x*x
+		for _, p := range ps {
+			l := p.sides[min(i, len(p.sides)-1)].upper
+			for j, m := range l.Mass {
+				x := l.Shift + l.H*float64(l.Offset+int64(j)) - x0
+				m0, m1, m2 = m0+m, m1+m*x, m2+m*x*x
+			}
 		}
 		if m0 > 0 {
 			m1 /= m0
-			s = math.Max(s, math.Sqrt(math.Max(m2/m0-m1*m1, 0))*p.h)
+			s = math.Max(s, math.Sqrt(math.Max(m2/m0-m1*m1, 0)))
 		}
 	}
 	return s
@@ -120,21 +152,26 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 	r := int64(math.Round(coarse.h / fine.h))
 	n := max(len(fine.sides), len(coarse.sides))
 	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol)}
-	for i := range n {
-		f, c := fine.sides[min(i, len(fine.sides)-1)], coarse.sides[min(i, len(coarse.sides)-1)]
-		cu, mu := coarseCells(f.upper, c.upper, r)
-		cl, ml := coarseCells(f.lower, c.lower, r)
-		up, _ := discretize(cu, coarse.h, 0)
-		_, lo := discretize(cl, coarse.h, 0)
-		up.Offset += mu
-		lo.Offset += ml
-		up.Shift, lo.Shift = f.upper.Shift+c.upper.Shift, f.lower.Shift+c.lower.Shift
-		up.Err, lo.Err = productErr(f.upper, c.upper), productErr(f.lower, c.lower)
-		up.Rel, lo.Rel = (1+f.upper.Rel)*(1+c.upper.Rel)-1, (1+f.lower.Rel)*(1+c.lower.Rel)-1
-		up.Trim(out.trimMass(), true)
-		lo.Trim(out.trimMass(), false)
-		out.sides[i] = side{up, lo}
-	}
+	each(2*n, func(t int) {
+		i, upper := t/2, t%2 == 0
+		f, c := fine.sides[min(i, len(fine.sides)-1)].lower, coarse.sides[min(i, len(coarse.sides)-1)].lower
+		if upper {
+			f, c = fine.sides[min(i, len(fine.sides)-1)].upper, coarse.sides[min(i, len(coarse.sides)-1)].upper
+		}
+		cells, move := coarseCells(f, c, r)
+		l, lo := discretize(cells, coarse.h, 0)
+		if !upper {
+			l = lo
+		}
+		l.Offset += move
+		l.Shift, l.Err, l.Rel = f.Shift+c.Shift, productErr(f, c), (1+f.Rel)*(1+c.Rel)-1
+		l.Trim(out.trimMass(), upper)
+		if upper {
+			out.sides[i].upper = l
+		} else {
+			out.sides[i].lower = l
+		}
+	})
 	return out
 }
 

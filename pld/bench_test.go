@@ -34,6 +34,8 @@ func BenchmarkSelfCompose(b *testing.B) {
 		{"eps-delta", EpsilonDelta{Epsilon: 0.001, Delta: 1e-12}},
 		{"gaussian", Gaussian{Sigma: 1000, Sensitivity: 1}},
 		{"subsampled-gaussian", PoissonSubsampled{Base: Gaussian{Sigma: 1, Sensitivity: 1}, Rate: 0.001}},
+		{"subsampled-laplace", PoissonSubsampled{Base: Laplace{Scale: 1, Sensitivity: 1}, Rate: 0.01}},
+		{"subsampled-rr", PoissonSubsampled{Base: RandomizedResponse{Epsilon: 1, K: 2}, Rate: 0.05}},
 	} {
 		b.Run(c.name+"/k=1e6", func(b *testing.B) { benchCompose(b, []Item{{c.m, 1_000_000}}) })
 	}

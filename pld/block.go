@@ -255,6 +255,7 @@ func (c *cellsSpec) trim() {
 		b--
 	}
 	if a == b { // nothing finite: keep one empty cell
+		a = min(a, len(c.p)-1)
 		b = a + 1
 	}
 	c.p, c.q, c.jlo = c.p[a:b], c.q[a:b], c.jlo+int64(a)

@@ -282,7 +282,7 @@ func directBulk(out, a, b []float64, aLo, aHi, bLo, bHi int) float64 {
 // ratio times the largest; convolve sums bulk × bulk directly when that costs at most
 // maxDirectBulk products, trying wider bulks (smaller ratios, smaller tails) while the
 // FFT of the tails would still err more than allowed.
-var bulkRatios = []float64{1e-5, 1e-7, 1e-9, 1e-13}
+var bulkRatios = []float64{1e-2, 1e-3, 1e-4, 1e-5, 1e-7, 1e-9, 1e-13}
 
 const (
 	maxDirectBulk = 1 << 25

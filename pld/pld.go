@@ -3,6 +3,7 @@ package pld
 import (
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // PLD is a privacy-loss distribution kept on a lattice of spacing H as a certified
@@ -82,11 +83,30 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	n := max(len(p.sides), len(q.sides))
 	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim), errTol: minTol(p.errTol, q.errTol)}
 	eta := out.trimMass()
-	for i := range n {
+	each(2*n, func(t int) {
+		i := t / 2
 		a, b := p.sides[min(i, len(p.sides)-1)], q.sides[min(i, len(q.sides)-1)]
-		out.sides[i] = side{convolveTrim(a.upper, b.upper, true, eta, out.errTol), convolveTrim(a.lower, b.lower, false, eta, out.errTol)}
-	}
+		if t%2 == 0 {
+			out.sides[i].upper = convolveTrim(a.upper, b.upper, true, eta, out.errTol)
+		} else {
+			out.sides[i].lower = convolveTrim(a.lower, b.lower, false, eta, out.errTol)
+		}
+	})
 	return out, nil
+}
+
+// each calls f(0), …, f(n−1) concurrently: the lattices of a PLD (two bounds of one or
+// two directions) are computed independently.
+func each(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }
 
 // trimMass returns the mass a composition may shed at each end of each side: for the
