@@ -366,9 +366,10 @@ const startRatio = 32
 // self-composition may coarsen to. A loss with atoms on multiples of a unit starts on
 // unit/2^j ≤ h/2^refine, so the atoms are on the lattice, and stays within the unit (but
 // a subsampled loss without atoms, whose unit only aligns an edge); other losses start on
-// h/2^j. Unless the loss is atoms only (then exact on its aligned
-// lattice), the start is also fine enough for startRatio·2^refine bins per standard
-// deviation of one release. With several items the largest spacing is h (the common
+// h/2^j. Unless the loss is atoms only (then exact on its aligned lattice), the start is
+// also fine enough for about startRatio·2^refine bins per standard deviation of one
+// release (a unit-aligned start: the power of two nearest to it, within a factor √2).
+// With several items the largest spacing is h (the common
 // lattice); alone an item's own lattice is the answer, and may coarsen freely.
 func groupSpacing(it Item, h float64, refine int, several bool) (start, largest float64) {
 	sp := it.Mechanism.specs()
@@ -390,7 +391,7 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 	}
 	if unit := sp[0].atomUnit(); unit > 0 {
 		start = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
-		for target > 0 && start > target && !pureAtoms(sp[0]) {
+		for target > 0 && start > math.Sqrt2*target && !pureAtoms(sp[0]) {
 			start /= 2
 		}
 		for width/start > maxStartBins {

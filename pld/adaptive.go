@@ -159,10 +159,7 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 			f, c = fine.sides[min(i, len(fine.sides)-1)].upper, coarse.sides[min(i, len(coarse.sides)-1)].upper
 		}
 		cells, move := coarseCells(f, c, r)
-		l, lo := discretize(cells, coarse.h, 0)
-		if !upper {
-			l = lo
-		}
+		l := discretizeBound(cells, coarse.h, 0, upper)
 		l.Offset += move
 		l.Shift, l.Err, l.Rel = f.Shift+c.Shift, productErr(f, c), (1+f.Rel)*(1+c.Rel)-1
 		l.Trim(out.trimMass(), upper)

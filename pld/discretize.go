@@ -28,6 +28,19 @@ import "math"
 // Both discretisations err only to second order in h, unlike rounding each loss to the
 // grid, whose error grows as k·h over k compositions.
 func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
+	return discretizeBounds(s, h, eta, true, true)
+}
+
+// discretizeBound returns one of discretize's two lattices, without computing the other.
+func discretizeBound(s spec, h, eta float64, upper bool) *Lattice {
+	up, lo := discretizeBounds(s, h, eta, upper, !upper)
+	if upper {
+		return up
+	}
+	return lo
+}
+
+func discretizeBounds(s spec, h, eta float64, wantUpper, wantLower bool) (upper, lower *Lattice) {
 	lo, hi := s.support(eta)
 	jlo := int64(math.Floor(lo / h))
 	jhi := int64(math.Ceil(hi / h))
@@ -56,7 +69,7 @@ func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
 			ca = math.Inf(-1)
 		}
 		p, q, e := s.cell(ca, cb)
-		if p > 0 {
+		if p > 0 && wantUpper {
 			i := int(j - jlo)
 			pu := p * (1 + e)
 			if j == jlo-1 {
@@ -70,6 +83,9 @@ func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
 		// The lower bound keeps an atom at the grid point b exactly where it is, and merges
 		// only the rest of the cell: merging a heavy atom with its cell would move it off
 		// the grid (and drag the sweeps, see placeOnGrid).
+		if !wantLower {
+			continue
+		}
 		if p > 0 {
 			bm := math.Nextafter(b, math.Inf(-1))
 			if sl > 0 {
@@ -88,10 +104,14 @@ func discretize(s spec, h, eta float64) (upper, lower *Lattice) {
 			cells = append(cells, outcome{p * (1 - e), q, j})
 		}
 	}
-	if tp, _, _ := s.cell(float64(jhi)*h+sl, math.Inf(1)); tp > 0 { // the upper bound sends it to +∞
-		upper.InfMass += tp * (1 + 1e-12)
+	if wantUpper { // the upper bound sends mass above the support to +∞
+		if tp, _, _ := s.cell(float64(jhi)*h+sl, math.Inf(1)); tp > 0 {
+			upper.InfMass += tp * (1 + 1e-12)
+		}
 	}
-	placeOnGrid(cells, h, lower)
+	if wantLower {
+		placeOnGrid(cells, h, lower)
+	}
 	return upper, lower
 }
 

@@ -156,11 +156,7 @@ func (l *Lattice) onto(h float64, keepShift, upper bool) *Lattice {
 	}
 	mid := l.Shift + l.H*float64(l.Offset+int64(len(l.Mass)/2))
 	n := int64(math.Round((mid - su) / h))
-	up, lo := discretize(latticeSpec(l, upper, su+float64(n)*h), h, 0)
-	out := lo
-	if upper {
-		out = up
-	}
+	out := discretizeBound(latticeSpec(l, upper, su+float64(n)*h), h, 0, upper)
 	out.Offset += n
 	out.Shift, out.Err, out.Rel = su, l.Err, l.Rel
 	return out
