@@ -368,7 +368,8 @@ const startRatio = 32
 // a subsampled loss without atoms, whose unit only aligns an edge); other losses start on
 // h/2^j. Unless the loss is atoms only (then exact on its aligned lattice), the start is
 // also fine enough for about startRatio·2^refine bins per standard deviation of one
-// release (a unit-aligned start: the power of two nearest to it, within a factor √2).
+// release (a unit-aligned start: the power of two nearest to it, within a factor √2, but
+// for an edge, which needs at least that many).
 // With several items the largest spacing is h (the common
 // lattice); alone an item's own lattice is the answer, and may coarsen freely.
 func groupSpacing(it Item, h float64, refine int, several bool) (start, largest float64) {
@@ -390,19 +391,27 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 		width = math.Max(width, hi-lo)
 	}
 	if unit := sp[0].atomUnit(); unit > 0 {
+		// A subsampled loss without atoms is aligned with the edge the mass of one release
+		// piles up at: that pile-up needs the full start resolution, but its powers are
+		// smooth there, and may coarsen beyond the unit.
+		edge := false
+		if ss, ok := sp[0].(subsampledSpec); ok {
+			_, _, heavy := ss.heavyAtoms()
+			edge = !heavy
+		}
+		slack := math.Sqrt2
+		if edge {
+			slack = 1
+		}
 		start = unit / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit/h)))+float64(refine))
-		for target > 0 && start > math.Sqrt2*target && !pureAtoms(sp[0]) {
+		for target > 0 && start > slack*target && !pureAtoms(sp[0]) {
 			start /= 2
 		}
 		for width/start > maxStartBins {
 			start *= 2
 		}
-		if ss, ok := sp[0].(subsampledSpec); ok {
-			if _, _, heavy := ss.heavyAtoms(); !heavy {
-				// The unit only aligns the edge the mass of one release piles up at; its
-				// powers are smooth there, and may coarsen beyond it.
-				return start, largest
-			}
+		if edge {
+			return start, largest
 		}
 		return start, math.Min(largest, math.Max(start, unit))
 	}
