@@ -70,21 +70,29 @@ func TestSelfComposeAdaptiveGaussian(t *testing.T) {
 		p := newPLD(mu/startRatio, 1e-40, gaussianSpec{mu})
 		p.errTol = 1e-17 // as Compose allows at δ = 1e-10
 		c := p.selfComposeAdaptive(k, math.Inf(1), coarseRatio)
-		muK := mu * math.Sqrt(float64(k))
-		for _, delta := range []float64{1e-3, 1e-6, 1e-10} {
-			want, _ := GaussianEpsilon(muK, delta)
-			up, lo := c.Epsilon(delta)
-			if up < want*(1-1e-12) || lo > want*(1+1e-12) {
-				t.Errorf("k=%d δ=%g: [%.12g, %.12g] misses exact %.12g", k, delta, lo, up, want)
-			}
-			// 2e-3 at δ = 1e-10 and k = 10^6: the coarsenings' errors (20 of them) are
-			// largest relative to the curve far in the tail.
-			if w := math.Max(1e-3, 2e-3*math.Log10(1/delta)/10); (up-lo)/want > w {
-				t.Errorf("k=%d δ=%g: bracket [%g, %g] wider than %g relative", k, delta, lo, up, w)
-			}
-		}
+		// 2e-3 at δ = 1e-10 and k = 10^6: the coarsenings' errors (20 of them) are
+		// largest relative to the curve far in the tail.
+		checkGaussianBracket(t, c, mu, k, func(delta float64) float64 { return math.Max(1e-3, 2e-3*math.Log10(1/delta)/10) })
 		if k > 1<<12 && c.H() == p.H() {
 			t.Errorf("k=%d: the powers were never coarsened", k)
+		}
+	}
+}
+
+// checkGaussianBracket checks that c, the k-fold composition of a μ-GDP release, brackets
+// the closed form of μ√k-GDP (GaussianEpsilon) at δ = 1e-3, 1e-6, 1e-10 within a relative
+// width width(δ).
+func checkGaussianBracket(t *testing.T, c *PLD, mu float64, k int64, width func(delta float64) float64) {
+	t.Helper()
+	muK := mu * math.Sqrt(float64(k))
+	for _, delta := range []float64{1e-3, 1e-6, 1e-10} {
+		want, _ := GaussianEpsilon(muK, delta)
+		up, lo := c.Epsilon(delta)
+		if up < want*(1-1e-12) || lo > want*(1+1e-12) {
+			t.Errorf("k=%d δ=%g: [%.12g, %.12g] misses exact %.12g", k, delta, lo, up, want)
+		}
+		if w := width(delta); (up-lo)/want > w {
+			t.Errorf("k=%d δ=%g: bracket [%g, %g] wider than %g relative", k, delta, lo, up, w)
 		}
 	}
 }
