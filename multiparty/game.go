@@ -125,8 +125,12 @@ type kronGame struct {
 	syms          [][]int        // symbols of party i with positive probability
 	prob          [][][2]float64 // prob[i][s] = (P(syms[i][s] | 0), P(syms[i][s] | 1))
 	rev           []int          // rev[mask]: row-major index (party 0 slowest) of the bits
-	buf1, buf2    []float64
-	binary        bool // every party has two symbols (δ_i ∈ {0, 1})
+	// Per party, for kronMul: toBits is 2 × ns (P(symbol | bit) by bit), toSyms its
+	// transpose; ns the symbol counts and two all 2s.
+	toBits, toSyms [][]float64
+	ns, two        []int
+	buf1, buf2     []float64
+	binary         bool // every party has two symbols (δ_i ∈ {0, 1})
 }
 
 func newKronGame(pr *Protocol, tab []int, ny int) *kronGame {
@@ -140,6 +144,15 @@ func newKronGame(pr *Protocol, tab []int, ny int) *kronGame {
 			p[j] = [2]float64{pr.Prob(i, sym, 0), pr.Prob(i, sym, 1)}
 		}
 		g.prob = append(g.prob, p)
+		ns := len(s)
+		toBits, toSyms := make([]float64, 2*ns), make([]float64, ns*2)
+		for j := range ns {
+			for bit := range 2 {
+				toBits[bit*ns+j], toSyms[j*2+bit] = p[j][bit], p[j][bit]
+			}
+		}
+		g.toBits, g.toSyms = append(g.toBits, toBits), append(g.toSyms, toSyms)
+		g.ns, g.two = append(g.ns, ns), append(g.two, 2)
 	}
 	g.rev = make([]int, g.nx)
 	for x := range g.nx {
@@ -191,43 +204,10 @@ func (g *kronGame) accuracy(q, out []float64) {
 		for t := range g.nt {
 			src[t] = q[t*g.ny+y]
 		}
-		dims := make([]int, g.k)
-		for i := range g.k {
-			dims[i] = len(g.syms[i])
-		}
-		size := g.nt
-		a, b := g.buf1, g.buf2
-		for i := range g.k {
-			inner := 1
-			for j := i + 1; j < g.k; j++ {
-				inner *= dims[j]
-			}
-			s := dims[i]
-			outer := size / (s * inner)
-			p := g.prob[i]
-			for o := range outer {
-				for bit := range 2 {
-					dst := b[(o*2+bit)*inner : (o*2+bit+1)*inner]
-					clear(dst)
-					for j := range s {
-						w := p[j][bit]
-						if w == 0 {
-							continue
-						}
-						srcRow := a[(o*s+j)*inner : (o*s+j+1)*inner]
-						for l, v := range srcRow {
-							dst[l] += w * v
-						}
-					}
-				}
-			}
-			dims[i] = 2
-			size = outer * 2 * inner
-			a, b = b, a
-		}
+		r := kronMul(g.toBits, g.two, g.ns, src, g.buf1, g.buf2)
 		for x := range g.nx {
 			if g.f[x] == y {
-				out[x] = a[g.rev[x]]
+				out[x] = r[g.rev[x]]
 			}
 		}
 	}
@@ -274,43 +254,69 @@ func (g *kronGame) scores(pi, out []float64) {
 		return
 	}
 	for y := range g.ny {
-		a, b := g.buf1, g.buf2
-		clear(a[:g.nx])
+		src := g.buf1[:g.nx]
+		clear(src)
 		for x := range g.nx {
 			if g.f[x] == y {
-				a[g.rev[x]] = pi[x]
+				src[g.rev[x]] = pi[x]
 			}
 		}
-		dims := make([]int, g.k)
-		for i := range dims {
-			dims[i] = 2
-		}
-		size := g.nx
-		for i := range g.k {
-			inner := 1
-			for j := i + 1; j < g.k; j++ {
-				inner *= dims[j]
-			}
-			s := len(g.syms[i])
-			outer := size / (2 * inner)
-			p := g.prob[i]
-			for o := range outer {
-				src0 := a[(o*2)*inner : (o*2+1)*inner]
-				src1 := a[(o*2+1)*inner : (o*2+2)*inner]
-				for j := range s {
-					w0, w1 := p[j][0], p[j][1]
-					dst := b[(o*s+j)*inner : (o*s+j+1)*inner]
-					for l := range dst {
-						dst[l] = w0*src0[l] + w1*src1[l]
-					}
-				}
-			}
-			dims[i] = s
-			size = outer * s * inner
-			a, b = b, a
-		}
+		r := kronMul(g.toSyms, g.ns, g.two, src, g.buf1, g.buf2)
 		for t := range g.nt {
-			out[t*g.ny+y] = a[t]
+			out[t*g.ny+y] = r[t]
 		}
 	}
+}
+
+// kronMul sets dst = (⊗_i m[i]) src for a vector indexed row-major by party (party 0
+// slowest): m[i] is a rows[i] × cols[i] matrix stored row-major, src has Π cols[i]
+// entries and dst Π rows[i]. One party's axis at a time, O(Σ_i rows[i]·cols[i] ·
+// (size / cols[i])); a and b are scratch vectors at least as long as every
+// intermediate product. dst may alias a or b only if it is the final buffer; it is
+// returned.
+func kronMul(m [][]float64, rows, cols []int, src, a, b []float64) []float64 {
+	k := len(m)
+	dims := make([]int, k)
+	copy(dims, cols)
+	size := len(src)
+	copy(a[:size], src)
+	for i := range k {
+		inner := 1
+		for j := i + 1; j < k; j++ {
+			inner *= dims[j]
+		}
+		r, c := rows[i], cols[i]
+		outer := size / (c * inner)
+		mi := m[i]
+		for o := range outer {
+			for ro := range r {
+				dst := b[(o*r+ro)*inner : (o*r+ro+1)*inner]
+				first := true
+				for co := range c {
+					w := mi[ro*c+co]
+					if w == 0 {
+						continue
+					}
+					s := a[(o*c+co)*inner : (o*c+co+1)*inner]
+					if first {
+						for l, v := range s {
+							dst[l] = w * v
+						}
+						first = false
+						continue
+					}
+					for l, v := range s {
+						dst[l] += w * v
+					}
+				}
+				if first {
+					clear(dst)
+				}
+			}
+		}
+		dims[i] = r
+		size = outer * r * inner
+		a, b = b, a
+	}
+	return a[:size]
 }

@@ -274,12 +274,13 @@ func TestGenerateLargerAgainstExact(t *testing.T) {
 
 // Twelve parties with unequal ε_i = 0.5 + 0.1 i (no symmetry, 4096 × 4096): majority,
 // AND and OR must be solved to a certified gap ≤ 1e-9, a random table to the stated
-// 3e-3 (docs/local-dp.md); the parity must match its closed form (XORAccuracy), and
+// 2e-5 (measured 1.4e-5 after the interior point stage; docs/local-dp.md); the parity
+// must match its closed form (XORAccuracy), and
 // every answer must satisfy 0.5 ≤ Accuracy ≤ UpperBound ≤ average accuracy (the average
 // is the Bayes accuracy of the uniform prior, an upper bound on the worst case).
 func TestWorstCaseTwelveUnequal(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about a minute")
+		t.Skip("about two minutes")
 	}
 	k := 12
 	eps := make([]float64, k)
@@ -292,7 +293,7 @@ func TestWorstCaseTwelveUnequal(t *testing.T) {
 		maxGap float64
 	}{
 		{Majority(k), 1e-9}, {AND(k), 1e-9}, {OR(), 1e-9}, {XOR(), 1e-12},
-		{randomFunction(rand.New(rand.NewPCG(1, 1)), k, 2), 3e-3},
+		{randomFunction(rand.New(rand.NewPCG(1, 1)), k, 2), 2e-5},
 	} {
 		wc, err := WorstCaseAccuracy(pr, c.f)
 		if err != nil {
