@@ -46,7 +46,7 @@ const maxKeep = 1e-3
 // planTails returns the plan for the k-fold composition of a release of loss standard
 // deviation sd0 that starts on spacing h: H is the spacing its top power will have
 // (coarsening's rule applied to the predicted √(2^j)·sd0, at most hMax), and each level
-// may move the mean loss by sd_k/(16·ratio²) at each end (sd_k = √k·sd0; a coarsening
+// may move the mean loss by sd_k/(4·ratio²) at each end (sd_k = √k·sd0; a coarsening
 // moves the variance by about sd_k²/(3·ratio²), hence ε by about z/(6·ratio²)·sd_k).
 // It returns nil when H is less than 8 times h (nothing to gain).
 func planTails(sd0, h, hMax, ratio float64, k int64) *tailPlan {
@@ -64,7 +64,7 @@ func planTails(sd0, h, hMax, ratio float64, k int64) *tailPlan {
 	if H < 8*h {
 		return nil
 	}
-	return &tailPlan{H: H, k: k, eps: math.Sqrt(float64(k)) * sd0 / (16 * ratio * ratio)}
+	return &tailPlan{H: H, k: k, eps: math.Sqrt(float64(k)) * sd0 / (4 * ratio * ratio)}
 }
 
 // newTailed discretises the pair's directions: within the support that leaves out
