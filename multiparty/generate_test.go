@@ -311,8 +311,8 @@ func TestWorstCaseTwelveUnequal(t *testing.T) {
 
 // Unequal budgets with 0 < δ_i < 1 beyond the former limit of 4^9 transcripts: AND of 10
 // parties (solved: gap ≤ 1e-9) and majority of 10 at δ_i = 0.1 (certified gap ≤ 3e-2,
-// the measured 2.4e-2 with margin); the bounds must be ordered, below the average accuracy, and above
-// the worst case of the δ = 0 protocol with the same ε (revealing the bit with probability
+// the measured 2.4e-2 with margin); the bounds must be ordered, below the average
+// accuracy, and above the worst case of the δ = 0 protocol with the same ε (revealing the bit with probability
 // δ_i is at least as informative: the δ = 0 report is a post-processing of it, eq. 16).
 func TestWorstCaseTenUnequalDelta(t *testing.T) {
 	if testing.Short() {

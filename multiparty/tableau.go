@@ -86,9 +86,7 @@ func (t *tableau) addColumns(cols [][]float64, cost, upper []float64, start []bo
 	if nc == 0 {
 		return
 	}
-	w0 := t.w
-	t.grow(t.w + nc)
-	t.w += nc
+	w0 := t.widen(nc)
 	if t.m > 0 {
 		// B⁻¹ is the tableau's slack columns; new tableau columns are B⁻¹ a.
 		m := t.m
@@ -115,11 +113,24 @@ func (t *tableau) addColumns(cols [][]float64, cost, upper []float64, start []bo
 		for i, s := range t.slack {
 			dj += t.d[s] * col[i]
 		}
-		t.d = append(t.d, dj)
-		t.upper = append(t.upper, upper[c])
-		t.atUpper = append(t.atUpper, start[c])
-		t.rowOf = append(t.rowOf, -1)
+		t.appendColumn(dj, upper[c], start[c])
 	}
+}
+
+// widen adds n columns to the tableau's width and returns the first new one.
+func (t *tableau) widen(n int) int {
+	w0 := t.w
+	t.grow(t.w + n)
+	t.w += n
+	return w0
+}
+
+// appendColumn records a new nonbasic column's reduced cost, bound and starting side.
+func (t *tableau) appendColumn(d, upper float64, atUpper bool) {
+	t.d = append(t.d, d)
+	t.upper = append(t.upper, upper)
+	t.atUpper = append(t.atUpper, atUpper)
+	t.rowOf = append(t.rowOf, -1)
 }
 
 // addRows appends constraints: rows[k][j] is the coefficient of column j < w (slack
@@ -130,14 +141,9 @@ func (t *tableau) addRows(rows [][]float64, slackValue []float64) {
 	if nr == 0 {
 		return
 	}
-	w0 := t.w
-	t.grow(t.w + nr)
-	t.w += nr
+	w0 := t.widen(nr)
 	for range nr {
-		t.d = append(t.d, 0)
-		t.upper = append(t.upper, math.Inf(1))
-		t.atUpper = append(t.atUpper, false)
-		t.rowOf = append(t.rowOf, -1)
+		t.appendColumn(0, math.Inf(1), false) // the new slack (made basic below)
 	}
 	m0 := t.m
 	// Rows in terms of the current basis: R − R_B T, R_B the entries at basic columns.

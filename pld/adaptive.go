@@ -105,7 +105,7 @@ func sdOf(ps ...*PLD) float64 {
 		x0 := ref.Shift + ref.H*float64(ref.Offset)
 		var m0, m1, m2 float64
 		for _, p := range ps {
-			l := p.sides[min(i, len(p.sides)-1)].upper
+			l := p.lattice(i, true)
 			for j, m := range l.Mass {
 				x := l.Shift + l.H*float64(l.Offset+int64(j)) - x0
 				m0, m1, m2 = m0+m, m1+m*x, m2+m*x*x
@@ -154,20 +154,13 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol)}
 	each(2*n, func(t int) {
 		i, upper := t/2, t%2 == 0
-		f, c := fine.sides[min(i, len(fine.sides)-1)].lower, coarse.sides[min(i, len(coarse.sides)-1)].lower
-		if upper {
-			f, c = fine.sides[min(i, len(fine.sides)-1)].upper, coarse.sides[min(i, len(coarse.sides)-1)].upper
-		}
+		f, c := fine.lattice(i, upper), coarse.lattice(i, upper)
 		cells, move := coarseCells(f, c, r)
 		l := discretizeBound(cells, coarse.h, 0, upper)
 		l.Offset += move
 		l.Shift, l.Err, l.Rel = f.Shift+c.Shift, productErr(f, c), (1+f.Rel)*(1+c.Rel)-1
 		l.Trim(out.trimMass(), upper)
-		if upper {
-			out.sides[i].upper = l
-		} else {
-			out.sides[i].lower = l
-		}
+		out.sides[i].set(upper, l)
 	})
 	return out
 }

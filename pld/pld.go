@@ -25,6 +25,16 @@ type PLD struct {
 
 type side struct{ upper, lower *Lattice }
 
+// lattice returns the upper or lower lattice of direction i; a symmetric PLD's one
+// direction serves both.
+func (p *PLD) lattice(i int, upper bool) *Lattice {
+	s := p.sides[min(i, len(p.sides)-1)]
+	if upper {
+		return s.upper
+	}
+	return s.lower
+}
+
 // H returns the lattice spacing.
 func (p *PLD) H() float64 { return p.h }
 
@@ -84,15 +94,20 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim), errTol: minTol(p.errTol, q.errTol)}
 	eta := out.trimMass()
 	each(2*n, func(t int) {
-		i := t / 2
-		a, b := p.sides[min(i, len(p.sides)-1)], q.sides[min(i, len(q.sides)-1)]
-		if t%2 == 0 {
-			out.sides[i].upper = convolveTrim(a.upper, b.upper, true, eta, out.errTol)
-		} else {
-			out.sides[i].lower = convolveTrim(a.lower, b.lower, false, eta, out.errTol)
-		}
+		i, upper := t/2, t%2 == 0
+		l := convolveTrim(p.lattice(i, upper), q.lattice(i, upper), upper, eta, out.errTol)
+		out.sides[i].set(upper, l)
 	})
 	return out, nil
+}
+
+// set stores l as the upper or lower lattice.
+func (s *side) set(upper bool, l *Lattice) {
+	if upper {
+		s.upper = l
+	} else {
+		s.lower = l
+	}
 }
 
 // each calls f(0), …, f(n−1) concurrently: the lattices of a PLD (two bounds of one or
