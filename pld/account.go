@@ -425,20 +425,22 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 // maxStartBins bounds the lattice of one release (see groupSpacing).
 const maxStartBins = 1 << 18
 
-// commonUnit returns u > 0 when every item but Gaussians has a single direction whose
-// loss is atoms only, all on integer multiples of u (the smallest atom unit; ratios
-// within 1e-9 of integers); else 0.
+// commonUnit returns u > 0 when every item but Gaussians has losses that are atoms
+// only, each direction's on its own grid Shift + u·Z (the smallest atom unit; ratios
+// within 1e-9 of integers; a subsampled two-atom pair has a different Shift in each
+// direction, see subsampledSpec.atomOffset); else 0.
 func commonUnit(list []Item) float64 {
 	var units []float64
 	for _, it := range list {
 		if _, ok := it.Mechanism.(Gaussian); ok {
 			continue
 		}
-		sp := it.Mechanism.specs()
-		if len(sp) != 1 || !pureAtoms(sp[0]) || sp[0].atomUnit() <= 0 {
-			return 0
+		for _, s := range it.Mechanism.specs() {
+			if !pureAtoms(s) || s.atomUnit() <= 0 {
+				return 0
+			}
+			units = append(units, s.atomUnit())
 		}
-		units = append(units, sp[0].atomUnit())
 	}
 	if len(units) == 0 {
 		return 0
@@ -452,12 +454,14 @@ func commonUnit(list []Item) float64 {
 	return u0
 }
 
-// pureAtoms reports whether a spec's loss is atoms only (on multiples of its unit): on
-// an aligned lattice it is then exact, and needs no finer start.
+// pureAtoms reports whether a spec's loss is atoms only (on multiples of its unit, from
+// its offset): on an aligned lattice it is then exact, and needs no finer start.
 func pureAtoms(s spec) bool {
-	switch s.(type) {
+	switch t := s.(type) {
 	case *atomSpec, discreteLaplaceSpec:
 		return true
+	case subsampledSpec:
+		return t.twoAtoms()
 	}
 	return false
 }

@@ -352,6 +352,48 @@ func TestSubsampledAlignedExact(t *testing.T) {
 	}
 }
 
+// 10^6 releases of subsampled binary randomized response (ε = 1, q = 0.05) compose
+// exactly on the lattice through both directions' atoms (each direction its own Shift):
+// against the binomial closed form δ(ε) = Σ_i C(k,i) [a^i b^(k−i) − e^ε c^i d^(k−i)]₊ of
+// each direction (P-masses a, b and Q-masses c, d of its two outcomes), summed in
+// float64 with log-gamma (relative error ≲ 1e-8 at k = 10^6, from lgamma's ≈ 1e-16 of
+// 1.3e7): the bracket must hold it within 1e-7.
+func TestSubsampledRRBinomial(t *testing.T) {
+	const q, k = 0.05, 1_000_000
+	remove, add := subsampledRRPairs(q)
+	binomial := func(d *Discrete, eps float64) float64 {
+		loss, p := d.Loss, d.Mass
+		sum := 0.0
+		for i := 0; i <= k; i++ {
+			l := float64(i)*loss[0] + float64(k-i)*loss[1]
+			if l <= eps {
+				continue
+			}
+			lg, _ := math.Lgamma(k + 1)
+			li, _ := math.Lgamma(float64(i) + 1)
+			lk, _ := math.Lgamma(float64(k-i) + 1)
+			lp := lg - li - lk + float64(i)*math.Log(p[0]) + float64(k-i)*math.Log(p[1])
+			sum += math.Exp(lp) * -math.Expm1(eps-l)
+		}
+		return sum
+	}
+	c, err := Compose([]Item{{PoissonSubsampled{Base: RandomizedResponse{Epsilon: 1, K: 2}, Rate: q}, k}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// δ from 0.1 to 1e-12: the bracket holds the binomial value; the trimmed tails and
+	// the FFT error allowance (set for δ = 1e-5) may loosen it at much smaller δ.
+	for _, eps := range []float64{1400, 1555, 1700} {
+		want := math.Max(binomial(remove, eps), binomial(add, eps))
+		if up, lo, _ := c.Delta(eps); up < want*(1-1e-7) || lo > want*(1+1e-7) {
+			t.Errorf("ε=%g: [%.12g, %.12g] misses binomial %.12g", eps, lo, up, want)
+		}
+	}
+	if w := c.Width(1e-5); w > 1e-6 {
+		t.Errorf("width at δ = 1e-5 is %g, want ≤ 1e-6 (exact but for trimming and FFT error)", w)
+	}
+}
+
 // The δ-event floor of a composition is that of its worse direction: a subsampled
 // (ε, δ) pair has P-only mass q·δ in the remove direction and none in the add one, and
 // averaging the two (as an earlier version did) halved the floor — and capped the upper

@@ -305,6 +305,15 @@ func (s subsampledSpec) atomUnit() float64 {
 	return -math.Log1p(-s.rate)
 }
 
+// twoAtoms reports whether the subsampled loss is its two heavy atoms only: the base
+// is a pair of outcomes with losses ±M and no mass at ±∞ (binary randomized response,
+// an (ε, 0) pair). A base outcome at ±∞ or inside (−M, M) would add an atom off the grid
+// of atomUnit.
+func (s subsampledSpec) twoAtoms() bool {
+	b, ok := s.base.(*atomSpec)
+	return ok && len(b.loss) == 2 && b.loss[0] == -b.loss[1] && b.loss[1] > 0 && b.pInf == 0 && b.qNegInf == 0
+}
+
 func (s subsampledSpec) atomOffset() float64 {
 	lo, _, _ := s.heavyAtoms()
 	return lo
