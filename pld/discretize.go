@@ -220,31 +220,67 @@ func placeOnGrid(cells []outcome, h float64, out *Lattice) {
 }
 
 // settle places an outcome that the sweeps left off the grid. Its loss l is between grid
-// points g and g+1: mixed with the fraction of the mass already placed at g−1 that brings
-// the mixture's loss to g, it lands on the grid at a cost second order in h, where
-// rounding it down to g would cost first order. Without enough mass at g−1 it is rounded
-// down (to its cell's top when it has no Q-mass: its loss is then above the cell, or +∞).
+// points g and g+1. Mixed with mass already placed below g that brings the mixture's
+// loss down to g, or else with mass placed above g+1 that brings it up to g+1, it lands
+// on the grid at a cost second order in h, where rounding it down to g would cost first
+// order (the second way is what an outcome just above a heavy atom at the bottom of the
+// support needs: nothing lies below it). Without enough mass it is rounded down (to its
+// cell's top when it has no Q-mass: its loss is then above the cell, or +∞).
 func settle(c outcome, h float64, out *Lattice, emit func(float64, int64)) {
 	if c.q <= 0 {
 		emit(c.p, c.j+1)
 		return
 	}
 	g := min(c.j+1, int64(math.Floor(lossDown(c.p, c.q)/h)))
-	if i := g - 1 - out.Offset; i >= 0 && i < int64(len(out.Mass)) && out.Mass[i] > 0 {
-		// The placed mass M has loss ≥ (g−1)h (placing rounds down); taking it as exactly
-		// (g−1)h, with its Q-mass rounded up, only lowers the mixture's loss.
-		M := out.Mass[i]
-		gl := float64(g) * h
-		qa := qMass(M, float64(g-1)*h) * (1 + 4*u)
-		if ec, ea := excess(c.p, c.q, gl), excess(M, qa, gl); ec > 0 && ea < 0 {
-			if t := ec / -ea * (1 + 1e-9); t <= 1 { // rounded up: the mixture's loss is ≥ g
-				out.Mass[i] -= t * M
-				emit(c.p+t*M, g)
-				return
-			}
-		}
+	if mixOnto(c, g, -1, h, out, emit) || mixOnto(c, g+1, 1, h, out, emit) {
+		return
 	}
 	emit(c.p, g)
+}
+
+// mixOnto mixes c with mass already placed at the grid points beyond to (step −1: below
+// it, for c above to; +1: above it, for c below to), nearest first, all of each but a
+// fraction t of the last, so that the mixture's loss is exactly grid point to; it reports
+// whether the mass there sufficed (nothing is changed when not). A placed mass M at grid
+// point g has loss ≥ g·h (placing rounds down); taking it as exactly g·h, with its Q-mass
+// rounded up, only lowers the mixture's loss, and t is rounded so that the mixture's loss
+// is ≥ to·h: recording it at to·h moves loss down, which a lower bound may. (An earlier
+// version rounded t up also for mass below to, which put the mixture's loss a relative
+// 1e-9 of its distance below to·h.)
+func mixOnto(c outcome, to, step int64, h float64, out *Lattice, emit func(float64, int64)) bool {
+	gl := float64(to) * h
+	need := excess(c.p, c.q, gl) // the mixture's excess is need + Σ t_g·excess(M_g)
+	if need == 0 || (need > 0) != (step < 0) {
+		return false
+	}
+	p := c.p
+	for g := to + step; ; g += step {
+		i := g - out.Offset
+		if i < 0 || i >= int64(len(out.Mass)) {
+			return false
+		}
+		M := out.Mass[i]
+		if M <= 0 {
+			continue
+		}
+		ea := excess(M, qMass(M, float64(g)*h)*(1+4*u), gl)
+		if t := math.Abs(need / ea); t < 1 {
+			if step < 0 {
+				t *= 1 - 1e-9
+			} else {
+				t *= 1 + 1e-9
+			}
+			// Commit: every nearer placed mass joins whole, this one by t.
+			for g2 := to + step; g2 != g; g2 += step {
+				p += out.Mass[g2-out.Offset]
+				out.Mass[g2-out.Offset] = 0
+			}
+			out.Mass[i] -= t * M
+			emit(p+t*M, to)
+			return true
+		}
+		need += ea
+	}
 }
 
 // meet mixes the two carries left by placeOnGrid's sweeps onto a grid point between

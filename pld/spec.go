@@ -421,6 +421,9 @@ func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
 	// atom unit, as the aligned lattice's grid points are (unit/2^j times an integer), so
 	// an atom on a grid point is found in the cell it tops. fl(1/t) is within u of 1/t: the
 	// lattice read-out's outward rounding of losses (Lattice.Discrete) covers it.
+	if b <= a || math.IsInf(b, -1) || math.IsInf(a, 1) {
+		return 0, 0, 0 // empty (a subsampled add direction asks for (a, −∞] above its edge)
+	}
 	d := float64(s.d)
 	unit := s.atomUnit()
 	loss := func(x float64) float64 { return (d - 2*x) * unit } // decreasing in x
