@@ -13,9 +13,10 @@
 //   - [WorstCaseAccuracy] solves the linear program of eq. (14) for the best randomized
 //     rule against the worst input, with a certificate: the rule's attained worst case
 //     and a prior whose Bayes accuracy bounds the optimum from above (symmetry
-//     reduction, Kronecker-structured products, simplex and first-order methods, row and
-//     column generation on an incremental simplex tableau; every protocol of k ≤ 12
-//     parties, the gap certified but not always below 1e-9: docs/local-dp.md);
+//     reduction, Kronecker-structured products, simplex, first-order and interior point
+//     methods, row and column generation on an incremental simplex tableau; every
+//     protocol of k ≤ 12 parties, the gap certified but not always below 1e-9:
+//     docs/local-dp.md);
 //   - [XORAccuracy] is the closed form ½(1 + Π_i (δ_i + (1−δ_i) tanh(ε_i/2))) for the
 //     parity (thesis Cor. 4.5.1 with the errata of docs/errata.md, thesis item 5);
 //   - [Simulate] measures the accuracy of the Bayes rule by simulation.

@@ -11,6 +11,7 @@ const (
 	genInitRows = 512     // inputs the starting rule leaves worst
 	genMaxRows  = 2048    // cap on the starting inputs
 	genInitCols = 2000    // transcripts whose Bayes decision is nearest a tie
+	genIPMCols  = 1000    // the same, after the interior point stage (a sharper prior)
 	genInitEta  = 0.05    // relative margin below which a decision counts as near a tie
 	genAddRows  = 32      // violated inputs added per round (the most violated)
 	genAddCols  = 256     // violated transcripts added per round (largest reduced cost)
@@ -33,11 +34,11 @@ const (
 //     simplex); when neither exists, the restricted optimum is the full one.
 //
 // S starts with the inputs the best rule leaves worst and those the best prior weighs,
-// F with the transcripts whose Bayes decision under that prior is nearest a tie. Both
-// bounds are certified whatever the state of the simplex method (every point it visits,
-// clamped to [0, 1], is a rule, and non-negative duals normalized are a prior), so the
-// work cap only widens the gap.
-func generate(g game, cert *certificate) {
+// F with the initCols transcripts whose Bayes decision under that prior is nearest a
+// tie. Both bounds are certified whatever the state of the simplex method (every point
+// it visits, clamped to [0, 1], is a rule, and non-negative duals normalized are a
+// prior), so the work cap only widens the gap.
+func generate(g game, cert *certificate, initCols int) {
 	nx, nt, ny := g.size()
 	q := bayesRule(g, cert.pi)
 	acc := make([]float64, nx)
@@ -198,7 +199,7 @@ func generate(g game, cert *certificate) {
 		}
 	}
 	sort.SliceStable(near, func(a, b int) bool { return near[a].v < near[b].v })
-	ts := make([]int, 0, min(len(near), genInitCols))
+	ts := make([]int, 0, min(len(near), initCols))
 	for _, c := range near[:cap(ts)] {
 		ts = append(ts, c.t)
 	}

@@ -28,6 +28,7 @@ type ipmGame struct {
 	matvecs      int
 	cgIterations int
 	cgMax        int
+	direct       *ipmDirect // exact Newton solves (nil: conjugate gradients)
 }
 
 func newIPMGame(kg *kronGame) *ipmGame {
@@ -138,21 +139,25 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 		for j := range nt {
 			rhs[j] = -(rv[j] - tmpT[j] + rh[j]/st.h[j] - rg[j]/st.g[j]) + b[j]*r2/c
 		}
-		cg.solve(func(x, y []float64) {
-			g.mulA(x, tmpX)
-			for i := range nx {
-				tmpX[i] *= d1[i]
-			}
-			g.mulAT(tmpX, y)
-			bx := 0.0
-			for j := range nt {
-				bx += b[j] * x[j]
-			}
-			for j := range nt {
-				y[j] += d2[j]*x[j] - b[j]*bx/c
-			}
-		}, prec, rhs, dv, 1e-10, g.cgMax)
-		g.cgIterations += cg.iterations
+		if g.direct != nil && g.direct.ok {
+			g.direct.solve(b, rhs, dv)
+		} else {
+			cg.solve(func(x, y []float64) {
+				g.mulA(x, tmpX)
+				for i := range nx {
+					tmpX[i] *= d1[i]
+				}
+				g.mulAT(tmpX, y)
+				bx := 0.0
+				for j := range nt {
+					bx += b[j] * x[j]
+				}
+				for j := range nt {
+					y[j] += d2[j]*x[j] - b[j]*bx/c
+				}
+			}, prec, rhs, dv, 1e-10, g.cgMax)
+			g.cgIterations += cg.iterations
+		}
 		bdv := 0.0
 		for j := range nt {
 			bdv += b[j] * dv[j]
@@ -222,6 +227,9 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 			d2[j] = st.zg[j]/st.g[j] + st.zh[j]/st.h[j]
 		}
 		g.mulAT(d1, b)
+		if g.direct != nil {
+			g.direct.factor(d1, d2, b, c)
+		}
 		g.diagATDA(d1, prec)
 		for j := range nt {
 			prec[j] = 1 / max(prec[j]+d2[j]-b[j]*b[j]/c, 1e-300)
@@ -416,21 +424,30 @@ func (g *ipmGame) crossover(st *ipmState, tightTol, boundTol float64) (v, pi []f
 
 // Parameters of the interior point stage (ipmCertify).
 const (
-	ipmMaxIter   = 30    // Mehrotra iterations at most
-	ipmMinIter   = 12    // before the stagnation test applies
-	ipmStall     = 1e-11 // an iteration raising the certified accuracy by less stops
-	ipmCGMax     = 2000  // conjugate gradient iterations per Newton system
-	ipmPartition = 1e-5  // slack below which an input is tight or a transcript at its bound
+	ipmMaxIter        = 30    // Mehrotra iterations at most
+	ipmDirectMaxIter  = 25    // with exact Newton solves
+	ipmDirectPatience = 3     // iterations without progress before the exact-solve run stops
+	ipmMinIter        = 12    // before the stagnation test applies
+	ipmStall          = 1e-11 // an iteration improving less (accuracy; gap with exact solves) stops
+	ipmCGMax          = 2000  // conjugate gradient iterations per Newton system
+	ipmPartition      = 1e-5  // slack below which an input is tight or a transcript at its bound
 )
 
-// ipmCertify improves cert, for a two-output game of two-symbol parties (δ_i ∈ {0, 1}),
-// by the interior point method of ipmGame.interiorPoint followed by a crossover to the
-// vertex its last iterate suggests. Every iterate's rule (Q(τ, 1) = (1 + v_τ)/2, clamped)
+// ipmCertify improves cert, for a two-output game, by the interior point method of
+// ipmGame.interiorPoint — with exact Newton solves (ipmDirect) up to ipmDirectMaxInputs
+// inputs, stopped after ipmDirectPatience iterations in a row that narrow the certified
+// gap by less than ipmStall,
+// otherwise with conjugate gradients, stopped when it raises the certified accuracy by
+// less — followed, for two-symbol parties (δ_i ∈ {0, 1}), by a crossover to the vertex
+// its last iterate suggests. Every iterate's rule (Q(τ, 1) = (1 + v_τ)/2, clamped)
 // and prior (π clamped at 0) and both crossover candidates are offered to cert through
 // the certified evaluations, so the stage can only narrow the certified gap.
 func ipmCertify(kg *kronGame, cert *certificate, accBuf, scBuf []float64) {
 	ig := newIPMGame(kg)
 	ig.cgMax = ipmCGMax
+	if kg.nx <= ipmDirectMaxInputs {
+		ig.direct = newIPMDirect(ig)
+	}
 	q := make([]float64, 2*kg.nt)
 	prior := make([]float64, kg.nx)
 	offer := func(v, pi []float64) {
@@ -443,16 +460,30 @@ func ipmCertify(kg *kronGame, cert *certificate, accBuf, scBuf []float64) {
 		}
 		offerCertified(kg, cert, q, prior, accBuf, scBuf)
 	}
-	it := 0
-	last := cert.lower
-	st := ig.interiorPoint(ipmMaxIter, func(st *ipmState) bool {
+	it, idle := 0, 0
+	last, lastGap := cert.lower, cert.upper-cert.lower
+	maxIter := ipmMaxIter
+	if ig.direct != nil {
+		maxIter = ipmDirectMaxIter
+	}
+	st := ig.interiorPoint(maxIter, func(st *ipmState) bool {
 		offer(st.v, st.pi)
 		it++
+		// With conjugate gradients the rule's progress decides; with exact solves the
+		// gap's (both iterates converge).
 		stalled := it > ipmMinIter && cert.lower-last < ipmStall
-		last = cert.lower
+		if ig.direct != nil {
+			if lastGap-(cert.upper-cert.lower) < ipmStall {
+				idle++
+			} else {
+				idle = 0
+			}
+			stalled = it > ipmMinIter && idle >= ipmDirectPatience
+		}
+		last, lastGap = cert.lower, cert.upper-cert.lower
 		return cert.upper-cert.lower <= gapTol || stalled
 	})
-	if cert.upper-cert.lower <= gapTol {
+	if cert.upper-cert.lower <= gapTol || !kg.binary {
 		return
 	}
 	if v, pi, ok := ig.crossover(st, ipmPartition, ipmPartition); ok {

@@ -93,3 +93,110 @@ func TestInteriorPointAgainstDirect(t *testing.T) {
 		}
 	}
 }
+
+// The interior point stage with exact Newton solves (ipmDirect: Cholesky factors of the
+// 2^k × 2^k Woodbury matrix) on protocols with 0 < δ_i < 1, some δ_i = 0 mixed in,
+// followed by row and column generation from its certificate (the path WorstCaseAccuracy
+// takes for two-output programs with 4^k transcripts), against the direct simplex method
+// on the whole program: the certified intervals must overlap, the interior point one be
+// narrower than 1e-4 and the final one than 1e-9; the final rule and prior are
+// re-evaluated by enumerating every transcript (1e-12 absolute). Majority and random
+// tables, k = 3–5 (and 6 without -short).
+func TestInteriorPointDirectWithDelta(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	for _, k := range []int{3, 4, 5, 6} {
+		if testing.Short() && k > 5 {
+			continue
+		}
+		eps, delta := make([]float64, k), make([]float64, k)
+		for i := range eps {
+			eps[i] = 0.3 + 1.5*r.Float64()
+			if i != 1 {
+				delta[i] = 0.02 + 0.2*r.Float64()
+			}
+		}
+		pr := mustProtocol(t, eps, delta)
+		for _, f := range []Function{Majority(k), randomFunction(r, k, 2), randomFunction(r, k, 2)} {
+			tab, _ := f.table(k)
+			g := newKronGame(pr, tab, 2)
+			nx, nt, _ := g.size()
+			cert := certificate{pi: make([]float64, nx), q: make([]float64, 2*nt)}
+			for x := range cert.pi {
+				cert.pi[x] = 1 / float64(nx)
+			}
+			for i := range cert.q {
+				cert.q[i] = 0.5
+			}
+			accBuf, scBuf := make([]float64, nx), make([]float64, 2*nt)
+			cert.lower, cert.upper = lowerBound(g, cert.q, accBuf), upperBound(g, cert.pi, scBuf)
+			ipmCertify(g, &cert, accBuf, scBuf)
+			ipmLo, ipmUp := cert.lower, cert.upper
+			generate(g, &cert, genIPMCols)
+			finalize(g, &cert, accBuf, scBuf)
+			direct := solveGame(g, nil, nil)
+			if ipmUp-ipmLo > 1e-4 || cert.upper-cert.lower > 1e-9 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 ||
+				ipmLo > direct.upper+1e-12 || direct.lower > ipmUp+1e-12 {
+				t.Errorf("k=%d %s: interior point [%.13g, %.13g], then generation [%.13g, %.13g], direct [%.13g, %.13g]",
+					k, f.Name, ipmLo, ipmUp, cert.lower, cert.upper, direct.lower, direct.upper)
+			}
+			lo, up := bruteBounds(pr, tab, 2, cert.q, cert.pi)
+			if math.Abs(lo-cert.lower) > 1e-12 || math.Abs(up-cert.upper) > 1e-12 {
+				t.Errorf("k=%d %s: certificate [%.15g, %.15g], enumeration [%.15g, %.15g]", k, f.Name, cert.lower, cert.upper, lo, up)
+			}
+		}
+	}
+}
+
+// ipmDirect's Woodbury and Sherman–Morrison solve against the operator it inverts,
+// applied through the game's Kronecker products: (Aᵀ D₁ A + D₂ − b bᵀ/c) dv = r for
+// random positive D₁, D₂, random b, r and c > bᵀ K⁻¹ b (so that the operator is
+// positive definite), parties with δ = 0, 0 < δ < 1 and δ = 1 mixed; 1e-9 relative.
+func TestIPMDirectSolve(t *testing.T) {
+	r := rand.New(rand.NewPCG(65, 66))
+	pr := mustProtocol(t, []float64{0.4, 1.2, 2, 0.8}, []float64{0.1, 0, 1, 0.3})
+	tab := make([]int, 16)
+	for x := range tab {
+		tab[x] = r.IntN(2)
+	}
+	kg := newKronGame(pr, tab, 2)
+	g := newIPMGame(kg)
+	d := newIPMDirect(g)
+	nx, nt := g.nx, g.nt
+	d1, d2, b, rhs := make([]float64, nx), make([]float64, nt), make([]float64, nt), make([]float64, nt)
+	for x := range d1 {
+		d1[x] = math.Exp(4 * r.NormFloat64())
+	}
+	for j := range d2 {
+		d2[j] = math.Exp(4*r.NormFloat64()) + 1e-3
+		b[j], rhs[j] = r.NormFloat64(), r.NormFloat64()
+	}
+	d.factor(d1, d2, b, 1)
+	if !d.ok {
+		t.Fatal("factorization failed")
+	}
+	c := 2 * (d.bkb + 1) // positive definite: c > bᵀ K⁻¹ b
+	d.factor(d1, d2, b, c)
+	dv := make([]float64, nt)
+	d.solve(b, rhs, dv)
+	// y = Aᵀ D₁ A dv + D₂ dv − b (bᵀ dv)/c.
+	ax, y := make([]float64, nx), make([]float64, nt)
+	g.mulA(dv, ax)
+	for x := range ax {
+		ax[x] *= d1[x]
+	}
+	g.mulAT(ax, y)
+	bdv := 0.0
+	for j := range dv {
+		bdv += b[j] * dv[j]
+	}
+	norm := 0.0
+	for j := range y {
+		y[j] += d2[j]*dv[j] - b[j]*bdv/c
+		norm = max(norm, math.Abs(rhs[j]))
+	}
+	for j := range y {
+		if math.Abs(y[j]-rhs[j]) > 1e-9*norm {
+			t.Errorf("row %d: operator gives %.15g, right side %.15g", j, y[j], rhs[j])
+		}
+	}
+}

@@ -117,19 +117,24 @@ func (w *WorstCase) Decide(tau []int) []float64 {
 //     transcripts, only a set of inputs is constrained, and both sets grow (dual and
 //     primal simplex steps) until no input is left below the restricted optimum and no
 //     fixed decision is beaten by the restricted prior's Bayes decision.
-//  4. Two outputs and two-symbol parties, when generation stopped at its cap: a
-//     primal–dual interior point method (Mehrotra; conjugate gradients on the Newton
-//     systems through the Kronecker products) and a crossover to the vertex its last
-//     iterate suggests (ipmCertify).
+//  4. Two outputs: a primal–dual interior point method (Mehrotra; ipmCertify). For 4^k
+//     transcripts and at most 2^10 inputs it runs before generation, with exact Newton
+//     solves (Woodbury: a Cholesky factor of a 2^k × 2^k matrix formed by one Kronecker
+//     product, ipmDirect), and generation then starts from its prior; for two-symbol
+//     parties it runs when generation stopped at its cap, with conjugate gradients
+//     through the Kronecker products and a crossover to the vertex its last iterate
+//     suggests.
 //
 // Whatever the path, Accuracy is computed from the final rule and UpperBound from the
 // final prior, so the gap is certified. The work is capped deterministically (about
 // 6·10¹⁰ tableau updates); the gap is below 1e-9 for every symmetric case and, with
-// unequal budgets, for δ = 0 up to k = 10 and for majority, AND, OR and XOR of 12 parties,
-// but it may stay wider when the cap is hit (a random function of 12 parties: 1.4e-5
-// after the interior point stage, about 90 s;
-// unequal budgets with 0 < δ_i < 1 and k ≥ 10: up to about 2.5e-2; docs/local-dp.md lists
-// the measured gaps and times). The reported accuracy is safe (attained);
+// unequal budgets, for δ = 0 up to k = 10, for majority, AND and OR of 10 parties with
+// 0 < δ_i < 1, and for majority, AND, OR and XOR of 12 parties with δ = 0, but it may
+// stay wider when the cap is hit (a random function of 12 parties: 1.4e-5 after the
+// interior point stage, about 90 s; a random function of 10 parties with 0 < δ_i < 1:
+// 3e-6; unequal budgets with 0 < δ_i < 1 and k ≥ 11, or more than two outputs at
+// k = 10: up to about 2.5e-2; docs/local-dp.md lists the measured gaps and times). The
+// reported accuracy is safe (attained);
 // UpperBound − Accuracy bounds how far below the optimum it may be.
 //
 // Limits: the reduced game must have at most MaxOrbitCells orbit pairs, or the
@@ -354,8 +359,15 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 		}
 	}
 	bayes = nil
+	// Two outputs, 4^k transcripts and few inputs: the interior point method with exact
+	// Newton solves first; its prior starts the generation near the optimum.
+	initCols := genInitCols
+	if kg, ok := g.(*kronGame); ok && !kg.binary && ny == 2 && nt > pdhgMaxTranscripts && nx <= ipmDirectMaxInputs && cert.upper-cert.lower > gapTol {
+		ipmCertify(kg, &cert, accBuf, scBuf)
+		initCols = genIPMCols
+	}
 	if cert.upper-cert.lower > gapTol {
-		generate(g, &cert)
+		generate(g, &cert, initCols)
 	}
 	// Two outputs and two-symbol parties: when generation stopped at its cap, the
 	// interior point method with a crossover (ipmCertify).
