@@ -70,16 +70,7 @@ func TestInteriorPointAgainstDirect(t *testing.T) {
 		for _, f := range []Function{randomFunction(r, k, 2), randomFunction(r, k, 2), Majority(k)} {
 			tab, _ := f.table(k)
 			g := newKronGame(pr, tab, 2)
-			nx, nt, _ := g.size()
-			cert := certificate{pi: make([]float64, nx), q: make([]float64, 2*nt)}
-			for x := range cert.pi {
-				cert.pi[x] = 1 / float64(nx)
-			}
-			for i := range cert.q {
-				cert.q[i] = 0.5
-			}
-			accBuf, scBuf := make([]float64, nx), make([]float64, 2*nt)
-			cert.lower, cert.upper = lowerBound(g, cert.q, accBuf), upperBound(g, cert.pi, scBuf)
+			cert, accBuf, scBuf := uniformCertificate(g)
 			ipmCertify(g, &cert, accBuf, scBuf)
 			direct := solveGame(g, nil, nil)
 			if cert.upper-cert.lower > 2e-5 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 {
@@ -119,16 +110,7 @@ func TestInteriorPointDirectWithDelta(t *testing.T) {
 		for _, f := range []Function{Majority(k), randomFunction(r, k, 2), randomFunction(r, k, 2)} {
 			tab, _ := f.table(k)
 			g := newKronGame(pr, tab, 2)
-			nx, nt, _ := g.size()
-			cert := certificate{pi: make([]float64, nx), q: make([]float64, 2*nt)}
-			for x := range cert.pi {
-				cert.pi[x] = 1 / float64(nx)
-			}
-			for i := range cert.q {
-				cert.q[i] = 0.5
-			}
-			accBuf, scBuf := make([]float64, nx), make([]float64, 2*nt)
-			cert.lower, cert.upper = lowerBound(g, cert.q, accBuf), upperBound(g, cert.pi, scBuf)
+			cert, accBuf, scBuf := uniformCertificate(g)
 			ipmCertify(g, &cert, accBuf, scBuf)
 			ipmLo, ipmUp := cert.lower, cert.upper
 			generate(g, &cert, genIPMCols)
@@ -199,4 +181,21 @@ func TestIPMDirectSolve(t *testing.T) {
 			t.Errorf("row %d: operator gives %.15g, right side %.15g", j, y[j], rhs[j])
 		}
 	}
+}
+
+// uniformCertificate returns the certificate of the uniform prior and the rule answering
+// each of two outputs with probability ½ (where the interior point stage starts in these
+// tests), with the buffers its evaluation needs.
+func uniformCertificate(g *kronGame) (cert certificate, accBuf, scBuf []float64) {
+	nx, nt, _ := g.size()
+	cert = certificate{pi: make([]float64, nx), q: make([]float64, 2*nt)}
+	for x := range cert.pi {
+		cert.pi[x] = 1 / float64(nx)
+	}
+	for i := range cert.q {
+		cert.q[i] = 0.5
+	}
+	accBuf, scBuf = make([]float64, nx), make([]float64, 2*nt)
+	cert.lower, cert.upper = lowerBound(g, cert.q, accBuf), upperBound(g, cert.pi, scBuf)
+	return cert, accBuf, scBuf
 }
