@@ -73,6 +73,23 @@ func (g *ipmGame) diagATDA(d, out []float64) {
 	copy(out, kronMul(g.pt2, g.ns, g.two, d, g.bufA, g.bufB))
 }
 
+// newtonMul sets y = (Aᵀ D₁ A + D₂ − b bᵀ/c)·x, the reduced Newton operator that the
+// conjugate gradients invert and ipmDirect factors; tmp is an input-sized buffer.
+func (g *ipmGame) newtonMul(d1, d2, b []float64, c float64, x, y, tmp []float64) {
+	g.mulA(x, tmp)
+	for i := range tmp {
+		tmp[i] *= d1[i]
+	}
+	g.mulAT(tmp, y)
+	bx := 0.0
+	for j := range x {
+		bx += b[j] * x[j]
+	}
+	for j := range y {
+		y[j] += d2[j]*x[j] - b[j]*bx/c
+	}
+}
+
 // ipmState is the iterate of the primal–dual interior point method: the rule v with
 // its bound slacks g = 1 + v, h = 1 − v, the level θ with the slacks w = A v − θ·1,
 // the prior π (duals of A v ≥ θ) and the bound duals zg, zh.
@@ -142,20 +159,7 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 		if g.direct != nil && g.direct.ok {
 			g.direct.solve(b, rhs, dv)
 		} else {
-			cg.solve(func(x, y []float64) {
-				g.mulA(x, tmpX)
-				for i := range nx {
-					tmpX[i] *= d1[i]
-				}
-				g.mulAT(tmpX, y)
-				bx := 0.0
-				for j := range nt {
-					bx += b[j] * x[j]
-				}
-				for j := range nt {
-					y[j] += d2[j]*x[j] - b[j]*bx/c
-				}
-			}, prec, rhs, dv, 1e-10, g.cgMax)
+			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, prec, rhs, dv, 1e-10, g.cgMax)
 			g.cgIterations += cg.iterations
 		}
 		bdv := 0.0
@@ -471,17 +475,20 @@ func ipmCertify(kg *kronGame, cert *certificate, accBuf, scBuf []float64) {
 		it++
 		// With conjugate gradients the rule's progress decides; with exact solves the
 		// gap's (both iterates converge).
-		stalled := it > ipmMinIter && cert.lower-last < ipmStall
-		if ig.direct != nil {
-			if lastGap-(cert.upper-cert.lower) < ipmStall {
+		gap := cert.upper - cert.lower
+		var stalled bool
+		if ig.direct == nil {
+			stalled = it > ipmMinIter && cert.lower-last < ipmStall
+		} else {
+			if lastGap-gap < ipmStall {
 				idle++
 			} else {
 				idle = 0
 			}
 			stalled = it > ipmMinIter && idle >= ipmDirectPatience
 		}
-		last, lastGap = cert.lower, cert.upper-cert.lower
-		return cert.upper-cert.lower <= gapTol || stalled
+		last, lastGap = cert.lower, gap
+		return gap <= gapTol || stalled
 	})
 	if cert.upper-cert.lower <= gapTol || !kg.binary {
 		return

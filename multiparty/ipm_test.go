@@ -160,20 +160,11 @@ func TestIPMDirectSolve(t *testing.T) {
 	d.factor(d1, d2, b, c)
 	dv := make([]float64, nt)
 	d.solve(b, rhs, dv)
-	// y = Aᵀ D₁ A dv + D₂ dv − b (bᵀ dv)/c.
-	ax, y := make([]float64, nx), make([]float64, nt)
-	g.mulA(dv, ax)
-	for x := range ax {
-		ax[x] *= d1[x]
-	}
-	g.mulAT(ax, y)
-	bdv := 0.0
-	for j := range dv {
-		bdv += b[j] * dv[j]
-	}
+	// y = Aᵀ D₁ A dv + D₂ dv − b (bᵀ dv)/c: the operator the conjugate gradients apply.
+	y := make([]float64, nt)
+	g.newtonMul(d1, d2, b, c, dv, y, make([]float64, nx))
 	norm := 0.0
 	for j := range y {
-		y[j] += d2[j]*dv[j] - b[j]*bdv/c
 		norm = max(norm, math.Abs(rhs[j]))
 	}
 	for j := range y {

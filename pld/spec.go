@@ -422,7 +422,9 @@ func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
 	// an atom on a grid point is found in the cell it tops. fl(1/t) is within u of 1/t: the
 	// lattice read-out's outward rounding of losses (Lattice.Discrete) covers it.
 	if b <= a || math.IsInf(b, -1) || math.IsInf(a, 1) {
-		return 0, 0, 0 // empty (a subsampled add direction asks for (a, −∞] above its edge)
+		// Empty: spec.cell answers any interval (a subsampled add direction asks for
+		// (a, −∞] above its edge), and the searches below would not end on one.
+		return 0, 0, 0
 	}
 	d := float64(s.d)
 	unit := s.atomUnit()
