@@ -3,9 +3,8 @@ package pld
 import (
 	"math"
 	"math/bits"
-	"sync"
 
-	"gonum.org/v1/gonum/dsp/fourier"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Lattice is a privacy-loss distribution supported on the grid Shift + H·(Offset + i):
@@ -117,14 +116,15 @@ func CanonicalLattice(eps float64, k int64, h float64, upper bool) *Lattice {
 
 // Convolve returns the distribution of the sum of independent losses from a and b, which
 // must share H. Small or sparse inputs are convolved directly (non-negative products,
-// one rounding each); large ones by real FFT, whose error obeys
+// one rounding each); large ones by real FFT (realFFT), whose error obeys
 //
-//	‖ĉ − c‖₂ ≤ 3·η·log₂N·(‖a‖₂‖b‖₁ + ‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₂),  η = 7u
+//	‖ĉ − c‖₂ ≤ 3·η·(log₂N + 1)·(‖a‖₂‖b‖₁ + ‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₂),  η = 7u
 //
 // (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., Thm 24.2 for each of
-// the two forward and the inverse transform, with twiddle factors accurate to u; the
-// pointwise product adds 3u‖a‖₂‖b‖₁; the second-order term is below the last summand for
-// N ≤ 2^40), so the total-variation error of the transform is at most √size times the
+// the two forward and the inverse transform, radix-2 stages with twiddle factors accurate
+// to u — realFFT says why its transforms qualify; the pointwise product adds
+// 3u‖a‖₂‖b‖₁; the second-order term is below the last summand for N ≤ 2^40), so the
+// total-variation error of the transform is at most √size times the
 // bound. Results at or below the bound (noise, or negative) are then set to 0, which
 // moves the distribution by exactly the sum Z of their magnitudes; Err grows by
 // √size·bound + Z. With upper = false the rest is the same; the sign of the correction is
@@ -265,15 +265,9 @@ func directBulk(out, a, b []float64, aLo, aHi, bLo, bHi int) float64 {
 			if ai == 0 {
 				continue
 			}
-			row := part[i-i0 : i-i0+nb]
-			for j, bj := range b[bLo:bHi] {
-				row[j] += ai * bj
-			}
+			floats.AddScaled(part[i-i0:i-i0+nb], ai, b[bLo:bHi])
 		}
-		dst := out[i0+bLo : i0+bLo+nb+i1-i0-1]
-		for k, v := range part[:nb+i1-i0-1] {
-			dst[k] += v
-		}
+		floats.Add(out[i0+bLo:i0+bLo+nb+i1-i0-1], part[:nb+i1-i0-1])
 	}
 	return float64(directBlock+(aHi-aLo+directBlock-1)/directBlock+2) * u
 }
@@ -318,13 +312,10 @@ func tailOf(m []float64, lo, hi int) []float64 {
 	return t
 }
 
-// transform returns the real FFT (size n) of m[lo:hi] placed at its own indices.
+// transform returns the real FFT (size n, coefficients 0 … n/2) of m[lo:hi] placed at
+// its own indices.
 func transform(n int, m []float64, lo, hi int) []complex128 {
-	buf := make([]float64, n)
-	copy(buf[lo:hi], m[lo:hi])
-	f := fftPlan(n)
-	defer fftPlans(n).Put(f)
-	return f.Coefficients(nil, buf)
+	return realFFTPlan(n).transform(m, lo, hi)
 }
 
 // addTransformed adds the inverse FFT of X (size n) to out, bin by bin: values at or
@@ -332,13 +323,15 @@ func transform(n int, m []float64, lo, hi int) []complex128 {
 // moved to the error. It returns the error to add: √len(out)·bound + Z (the 2-norm bound
 // turned into a total-variation one, plus what was zeroed).
 func addTransformed(out []float64, n int, X []complex128, bound float64) float64 {
-	f := fftPlan(n)
-	res := f.Sequence(nil, X)
-	fftPlans(n).Put(f)
+	p := realFFTPlan(n)
+	z, done := p.scratch()
+	defer done()
+	res := make([]float64, len(out))
+	p.inverse(X, res, z)
 	scale := 1 / float64(n)
 	zeroed := 0.0
-	for i := range out {
-		v := res[i] * scale
+	for i, r := range res {
+		v := r * scale
 		if v <= bound {
 			zeroed += math.Abs(v)
 			continue
@@ -347,18 +340,6 @@ func addTransformed(out []float64, n int, X []complex128, bound float64) float64
 	}
 	return bound*math.Sqrt(float64(len(out))) + zeroed
 }
-
-// plans caches real FFT plans by size (building one costs as much as a transform).
-// A plan is not safe for concurrent use: fftPlan hands it to one caller, who returns it
-// to fftPlans(n).
-var plans sync.Map // int → *sync.Pool of *fourier.FFT
-
-func fftPlans(n int) *sync.Pool {
-	p, _ := plans.LoadOrStore(n, &sync.Pool{New: func() any { return fourier.NewFFT(n) }})
-	return p.(*sync.Pool)
-}
-
-func fftPlan(n int) *fourier.FFT { return fftPlans(n).Get().(*fourier.FFT) }
 
 // Trim removes leading and trailing bins holding at most eta of mass in total on each
 // side: for upper, the low tail is added to the first kept bin and the high tail to
