@@ -146,10 +146,11 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	}
 	na, nb := len(a.Mass), len(b.Mass)
 	size := na + nb - 1
-	nzA, nzB := nonzero(a.Mass), nonzero(b.Mass)
+	nzA, nzB := countNonzero(a.Mass), countNonzero(b.Mass)
 	nfft := 1 << bits.Len(uint(size-1))
 	logN := float64(bits.Len(uint(nfft)))
-	if float64(len(nzA))*float64(len(nzB)) <= 4*float64(nfft)*logN {
+	if float64(nzA)*float64(nzB) <= 4*float64(nfft)*logN {
+		nzA, nzB := nonzero(a.Mass, nzA), nonzero(b.Mass, nzB)
 		out.Mass = make([]float64, size)
 		for _, i := range nzA {
 			ai := a.Mass[i]
@@ -189,7 +190,7 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	case errTol == 0 || plain*sq <= errTol:
 		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
 		return out
-	case float64(len(nzA))*float64(nb) <= math.Min(maxDirectAll, ddCost*float64(nfft)*logN):
+	case float64(nzA)*float64(nb) <= math.Min(maxDirectAll, ddCost*float64(nfft)*logN):
 		// All of it by direct sums (relative error only).
 		g := directBulk(out.Mass, a.Mass, b.Mass, 0, na, 0, nb)
 		out.Rel = (1+out.Rel)*(1+g) - 1
@@ -291,7 +292,9 @@ const (
 func bulk(m []float64, ratio float64) (lo, hi int) {
 	mx := 0.0
 	for _, v := range m {
-		mx = math.Max(mx, v)
+		if v > mx {
+			mx = v
+		}
 	}
 	t := mx * ratio
 	lo, hi = 0, len(m)
@@ -366,8 +369,20 @@ func (l *Lattice) Trim(eta float64, upper bool) {
 	}
 }
 
-func nonzero(m []float64) []int {
-	var idx []int
+// countNonzero returns the number of nonzero entries of m.
+func countNonzero(m []float64) int {
+	n := 0
+	for _, v := range m {
+		if v != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// nonzero returns the indices of the n nonzero entries of m.
+func nonzero(m []float64, n int) []int {
+	idx := make([]int, 0, n)
 	for i, v := range m {
 		if v != 0 {
 			idx = append(idx, i)

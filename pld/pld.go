@@ -219,44 +219,51 @@ const safeLoss = 700
 // (upper) or dropped (lower). The upper side's losses are rounded up and the lower's down
 // by their rounding error.
 func latticeSpec(l *Lattice, upper bool, shift float64) spec {
-	d := &Discrete{InfMass: l.InfMass}
+	n := len(l.Mass)
+	loss, p, q := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	inf := l.InfMass
 	for i, m := range l.Mass {
 		if m <= 0 {
 			continue
 		}
-		loss, e := l.loss(i)
-		loss -= shift
-		e += 2*u*math.Abs(loss) + 2*u*math.Abs(shift)
+		x, e := l.loss(i)
+		x -= shift
+		e += 2*u*math.Abs(x) + 2*u*math.Abs(shift)
 		if upper {
-			loss += e
+			x += e
 		} else {
-			loss -= e
+			x -= e
 		}
+		qm := qMass(m, x)
 		switch {
-		case loss > safeLoss || qMass(m, loss) == 0:
+		case x > safeLoss || qm == 0:
 			if upper {
-				d.InfMass += m
+				inf += m
 			}
 			continue
-		case loss < -safeLoss:
+		case x < -safeLoss:
 			if !upper {
 				continue
 			}
-			loss = -safeLoss
+			x = -safeLoss
+			qm = qMass(m, x)
 		}
-		if n := len(d.Loss); n > 0 && d.Loss[n-1] >= loss {
+		if k := len(loss); k > 0 && loss[k-1] >= x {
 			// Rounding met two atoms: the upper side keeps the larger loss, the lower side
 			// the smaller.
 			if !upper {
-				d.Loss[n-1] = loss
+				loss[k-1] = x
 			}
-			d.Mass[n-1] += m
+			p[k-1] += m
+			q[k-1] = qMass(p[k-1], loss[k-1])
 			continue
 		}
-		d.Loss = append(d.Loss, loss)
-		d.Mass = append(d.Mass, m)
+		loss, p, q = append(loss, x), append(p, m), append(q, qm)
 	}
-	return discreteSpec(d, 4*u)
+	if len(loss) == 0 {
+		loss, p, q = []float64{0}, []float64{0}, []float64{0}
+	}
+	return newAtomSpec(loss, p, q, math.Max(inf, 0), 0, 4*u)
 }
 
 // centredRange returns the largest distance of a loss of p's lattices from the middle of
