@@ -114,31 +114,36 @@ func ddTwiddles(n int) []cdd {
 	return w.([]cdd)
 }
 
-// computeTwiddles returns e^(−2πik/n), k < n/2, reducing every angle to [0, π/4] by
-// the symmetries of sine and cosine.
+// computeTwiddles returns e^(−2πik/n), k < n/2.
 func computeTwiddles(n int) []cdd {
 	w := make([]cdd, n/2)
+	for k := range w {
+		w[k] = ddTwiddle(n, k)
+	}
+	return w
+}
+
+// ddTwiddle returns e^(−2πik/n) for 0 ≤ k < n/2, reducing the angle to [0, π/4] by the
+// symmetries of sine and cosine.
+func ddTwiddle(n, k int) cdd {
 	angle := func(j int) (s, c dd) { // sin, cos of 2πj/n, 0 ≤ j ≤ n/8
 		return ddSinCos(ddMulF(ddTwoPi, float64(j)/float64(n)))
 	}
-	for k := range w {
-		var s, c dd // of θ = 2πk/n
-		switch {
-		case 8*k <= n:
-			s, c = angle(k)
-		case 4*k <= n: // θ = π/2 − φ
-			sp, cp := angle(n/4 - k)
-			s, c = cp, sp
-		case 8*k <= 3*n: // θ = π/2 + φ
-			sp, cp := angle(k - n/4)
-			s, c = cp, ddNeg(sp)
-		default: // θ = π − φ
-			sp, cp := angle(n/2 - k)
-			s, c = sp, ddNeg(cp)
-		}
-		w[k] = cdd{c, ddNeg(s)}
+	var s, c dd // of θ = 2πk/n
+	switch {
+	case 8*k <= n:
+		s, c = angle(k)
+	case 4*k <= n: // θ = π/2 − φ
+		sp, cp := angle(n/4 - k)
+		s, c = cp, sp
+	case 8*k <= 3*n: // θ = π/2 + φ
+		sp, cp := angle(k - n/4)
+		s, c = cp, ddNeg(sp)
+	default: // θ = π − φ
+		sp, cp := angle(n/2 - k)
+		s, c = sp, ddNeg(cp)
 	}
-	return w
+	return cdd{c, ddNeg(s)}
 }
 
 // ddFFT transforms x in place (size a power of two ≥ 8): X_k = Σ_j x_j e^(∓2πijk/n),

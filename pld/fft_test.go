@@ -101,3 +101,22 @@ func TestRealFFTIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestTwiddles64: the product-table twiddles equal the Taylor-series ones rounded to
+// float64 (both within 2^-100 of exact, so they may differ only where an exact value lies
+// within that of a rounding boundary: at most one unit in the last place).
+func TestTwiddles64(t *testing.T) {
+	for _, n := range []int{1 << 10, 1 << 11, 1 << 13, 1 << 15} {
+		got := twiddles64(n)
+		for k, w := range computeTwiddles(n) {
+			if dr, di := math.Abs(real(got[k])-w.re.hi), math.Abs(imag(got[k])-w.im.hi); dr > 0 || di > 0 {
+				if dr > ulp(w.re.hi) || di > ulp(w.im.hi) {
+					t.Fatalf("n=%d k=%d: %v, want %v", n, k, got[k], complex(w.re.hi, w.im.hi))
+				}
+				t.Logf("n=%d k=%d: one ulp apart (a near-tie)", n, k)
+			}
+		}
+	}
+}
+
+func ulp(x float64) float64 { return math.Abs(math.Nextafter(x, math.Inf(1)) - x) }
