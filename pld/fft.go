@@ -38,15 +38,30 @@ type realFFT struct {
 	pool  sync.Pool    // scratch of n/2 complex points
 }
 
-var realFFTs sync.Map // n → *realFFT
+var (
+	realFFTs  sync.Map // n → *realFFT, n ≤ maxCachedFFT
+	largeFFTs sync.Map // n → *sync.Pool of *realFFT, n > maxCachedFFT
+)
 
-// realFFTPlan returns the (cached) plan for sequences of length n.
-func realFFTPlan(n int) *realFFT {
-	if p, ok := realFFTs.Load(n); ok {
-		return p.(*realFFT)
+// maxCachedFFT is the largest length whose plan is kept for the life of the process
+// (about 22 bytes per point with its scratch: 23 MB at 2^20); longer plans live in a
+// sync.Pool, so they are reused by consecutive convolutions and freed when idle.
+const maxCachedFFT = 1 << 20
+
+// withRealFFT calls f with the plan for sequences of length n.
+func withRealFFT(n int, f func(p *realFFT)) {
+	if n > maxCachedFFT {
+		pool, _ := largeFFTs.LoadOrStore(n, &sync.Pool{New: func() any { return newRealFFT(n) }})
+		p := pool.(*sync.Pool).Get().(*realFFT)
+		defer pool.(*sync.Pool).Put(p)
+		f(p)
+		return
 	}
-	p, _ := realFFTs.LoadOrStore(n, newRealFFT(n))
-	return p.(*realFFT)
+	p, ok := realFFTs.Load(n)
+	if !ok {
+		p, _ = realFFTs.LoadOrStore(n, newRealFFT(n))
+	}
+	f(p.(*realFFT))
 }
 
 func newRealFFT(n int) *realFFT {

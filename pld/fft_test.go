@@ -15,7 +15,7 @@ func TestRealFFTAgainstDoubleDouble(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for lg := 3; lg <= 14; lg++ {
 		n := 1 << lg
-		p := realFFTPlan(n)
+		p := newRealFFT(n)
 		z := make([]complex128, n/2)
 		for trial := range 4 {
 			x := make([]float64, n)
@@ -75,7 +75,7 @@ func TestRealFFTAgainstDoubleDouble(t *testing.T) {
 // bit reversal and the stage order independent of ddFFT).
 func TestRealFFTIndex(t *testing.T) {
 	for _, n := range []int{8, 16, 32, 1024} {
-		p := realFFTPlan(n)
+		p := newRealFFT(n)
 		z := make([]complex128, n/2)
 		for _, j := range []int{0, 1, 2, 3, n/2 - 1, n / 2, n - 1} {
 			x := make([]float64, n)
@@ -120,3 +120,31 @@ func TestTwiddles64(t *testing.T) {
 }
 
 func ulp(x float64) float64 { return math.Abs(math.Nextafter(x, math.Inf(1)) - x) }
+
+// TestLargeFFTPlan: lengths above maxCachedFFT come from a pool; the plan works the same
+// (an impulse's transform, and back).
+func TestLargeFFTPlan(t *testing.T) {
+	n := 2 * maxCachedFFT
+	x := make([]float64, n)
+	x[5] = 1
+	for range 2 {
+		withRealFFT(n, func(p *realFFT) {
+			z, done := p.scratch()
+			defer done()
+			X := p.forward(x, 0, n, z)
+			for _, k := range []int{0, 1, 1000, n / 4, n / 2} {
+				s, c := math.Sincos(-2 * math.Pi * float64(5*k%n) / float64(n))
+				if math.Abs(real(X[k])-c) > 1e-14 || math.Abs(imag(X[k])-s) > 1e-14 {
+					t.Fatalf("X_%d = %v, want %v", k, X[k], complex(c, s))
+				}
+			}
+			out := make([]float64, 8)
+			p.inverse(X, out, z)
+			for i, v := range out {
+				if want := float64(n) * x[i]; math.Abs(v-want) > 1e-9 {
+					t.Fatalf("inverse[%d] = %g, want %g", i, v, want)
+				}
+			}
+		})
+	}
+}

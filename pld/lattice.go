@@ -317,8 +317,9 @@ func tailOf(m []float64, lo, hi int) []float64 {
 
 // transform returns the real FFT (size n, coefficients 0 … n/2) of m[lo:hi] placed at
 // its own indices.
-func transform(n int, m []float64, lo, hi int) []complex128 {
-	return realFFTPlan(n).transform(m, lo, hi)
+func transform(n int, m []float64, lo, hi int) (X []complex128) {
+	withRealFFT(n, func(p *realFFT) { X = p.transform(m, lo, hi) })
+	return X
 }
 
 // addTransformed adds the inverse FFT of X (size n) to out, bin by bin: values at or
@@ -326,11 +327,12 @@ func transform(n int, m []float64, lo, hi int) []complex128 {
 // moved to the error. It returns the error to add: √len(out)·bound + Z (the 2-norm bound
 // turned into a total-variation one, plus what was zeroed).
 func addTransformed(out []float64, n int, X []complex128, bound float64) float64 {
-	p := realFFTPlan(n)
-	z, done := p.scratch()
-	defer done()
 	res := make([]float64, len(out))
-	p.inverse(X, res, z)
+	withRealFFT(n, func(p *realFFT) {
+		z, done := p.scratch()
+		defer done()
+		p.inverse(X, res, z)
+	})
 	scale := 1 / float64(n)
 	zeroed := 0.0
 	for i, r := range res {
