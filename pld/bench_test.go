@@ -2,8 +2,11 @@ package pld
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
+
+	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 func benchCompose(b *testing.B, items []Item) {
@@ -70,4 +73,31 @@ func BenchmarkHeterogeneous(b *testing.B) {
 		}
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) { benchCompose(b, items) })
 	}
+}
+
+// BenchmarkRealFFT: the real transform the convolutions use (fft.go) against gonum's
+// fftpack transform it replaced, 16 384 points (the size of the subsampled Gaussian's
+// early squarings).
+func BenchmarkRealFFT(b *testing.B) {
+	const n = 1 << 14
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.Exp(-float64(i) / 1000)
+	}
+	b.Run("dpkit", func(b *testing.B) {
+		withRealFFT(n, func(p *realFFT) {
+			z, done := p.scratch()
+			defer done()
+			for b.Loop() {
+				p.forward(x, 0, n, z)
+			}
+		})
+	})
+	b.Run("gonum-fftpack", func(b *testing.B) {
+		f := fourier.NewFFT(n)
+		dst := make([]complex128, n/2+1)
+		for b.Loop() {
+			f.Coefficients(dst, x)
+		}
+	})
 }
