@@ -14,7 +14,8 @@
 //     rule against the worst input, with a certificate: the rule's attained worst case
 //     and a prior whose Bayes accuracy bounds the optimum from above (symmetry
 //     reduction, Kronecker-structured products, simplex, first-order and interior point
-//     methods, row and column generation on an incremental simplex tableau; every
+//     methods, row and column generation on an incremental simplex tableau, programs
+//     restricted by which parties revealed their bits; every
 //     protocol of k ≤ 12 parties, the gap certified but not always below 1e-9:
 //     docs/local-dp.md);
 //   - [XORAccuracy] is the closed form ½(1 + Π_i (δ_i + (1−δ_i) tanh(ε_i/2))) for the

@@ -131,11 +131,12 @@ type kronGame struct {
 	ns, two        []int
 	buf1, buf2     []float64
 	binary         bool // every party has two symbols (δ_i ∈ {0, 1})
+	pr             *Protocol
 }
 
 func newKronGame(pr *Protocol, tab []int, ny int) *kronGame {
 	k := pr.Parties()
-	g := &kronGame{k: k, nx: 1 << k, nt: pr.NumTranscripts(), ny: ny, f: tab}
+	g := &kronGame{k: k, nx: 1 << k, nt: pr.NumTranscripts(), ny: ny, f: tab, pr: pr}
 	for i := range k {
 		s := pr.symbols(i)
 		g.syms = append(g.syms, s)
@@ -273,14 +274,24 @@ func (g *kronGame) scores(pi, out []float64) {
 // entries and dst Π rows[i]. One party's axis at a time, O(Σ_i rows[i]·cols[i] ·
 // (size / cols[i])); a and b are scratch vectors at least as long as every
 // intermediate product. dst may alias a or b only if it is the final buffer; it is
-// returned.
+// returned. The factors commute, so the order of the stages is free: a product that
+// grows the vector applies the last party first, so that the stages on the long
+// vectors run along long contiguous runs (party 0's axis has the largest stride).
 func kronMul(m [][]float64, rows, cols []int, src, a, b []float64) []float64 {
 	k := len(m)
 	dims := make([]int, k)
 	copy(dims, cols)
 	size := len(src)
 	copy(a[:size], src)
+	in, out := 1, 1
 	for i := range k {
+		in, out = in*cols[i], out*rows[i]
+	}
+	for step := range k {
+		i := step
+		if out > in {
+			i = k - 1 - step
+		}
 		inner := 1
 		for j := i + 1; j < k; j++ {
 			inner *= dims[j]
@@ -288,29 +299,44 @@ func kronMul(m [][]float64, rows, cols []int, src, a, b []float64) []float64 {
 		r, c := rows[i], cols[i]
 		outer := size / (c * inner)
 		mi := m[i]
-		for o := range outer {
-			for ro := range r {
-				dst := b[(o*r+ro)*inner : (o*r+ro+1)*inner]
-				first := true
-				for co := range c {
-					w := mi[ro*c+co]
-					if w == 0 {
-						continue
-					}
-					s := a[(o*c+co)*inner : (o*c+co+1)*inner]
-					if first {
-						for l, v := range s {
-							dst[l] = w * v
+		if inner < 16 {
+			for o := range outer {
+				src, dst := a[o*c*inner:(o+1)*c*inner], b[o*r*inner:(o+1)*r*inner]
+				for l := range inner {
+					for ro := range r {
+						s := 0.0
+						for co, w := range mi[ro*c : (ro+1)*c] {
+							s += w * src[co*inner+l]
 						}
-						first = false
-						continue
-					}
-					for l, v := range s {
-						dst[l] += w * v
+						dst[ro*inner+l] = s
 					}
 				}
-				if first {
-					clear(dst)
+			}
+		} else {
+			for o := range outer {
+				for ro := range r {
+					dst := b[(o*r+ro)*inner : (o*r+ro+1)*inner]
+					first := true
+					for co := range c {
+						w := mi[ro*c+co]
+						if w == 0 {
+							continue
+						}
+						s := a[(o*c+co)*inner : (o*c+co+1)*inner]
+						if first {
+							for l, v := range s {
+								dst[l] = w * v
+							}
+							first = false
+							continue
+						}
+						for l, v := range s {
+							dst[l] += w * v
+						}
+					}
+					if first {
+						clear(dst)
+					}
 				}
 			}
 		}

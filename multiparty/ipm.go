@@ -2,6 +2,7 @@ package multiparty
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -29,6 +30,11 @@ type ipmGame struct {
 	cgIterations int
 	cgMax        int
 	direct       *ipmDirect // exact Newton solves (nil: conjugate gradients)
+	// rg, when set, restricts the program to its inputs and free transcripts
+	// (ipmReveal), and offset[x] is the fixed transcripts' part of (A v)_x: the
+	// constraints read A v + offset ≥ θ·1.
+	rg     *revealGame
+	offset []float64
 }
 
 func newIPMGame(kg *kronGame) *ipmGame {
@@ -52,24 +58,36 @@ func newIPMGame(kg *kronGame) *ipmGame {
 
 // mulA sets out = A v (length nx).
 func (g *ipmGame) mulA(v, out []float64) {
+	g.matvecs++
+	if g.rg != nil {
+		g.rg.mulA(v, out)
+		return
+	}
 	r := kronMul(g.p, g.two, g.ns, v, g.bufA, g.bufB)
 	for x := range out {
 		out[x] = g.s[x] * r[x]
 	}
-	g.matvecs++
 }
 
 // mulAT sets out = Aᵀ u (length nt).
 func (g *ipmGame) mulAT(u, out []float64) {
+	g.matvecs++
+	if g.rg != nil {
+		g.rg.mulT(u, out, true, false)
+		return
+	}
 	for x := range u {
 		g.tmpX[x] = g.s[x] * u[x]
 	}
 	copy(out, kronMul(g.pt, g.ns, g.two, g.tmpX, g.bufA, g.bufB))
-	g.matvecs++
 }
 
 // diagATDA sets out = diag(Aᵀ D A) = (P∘P)ᵀ d.
 func (g *ipmGame) diagATDA(d, out []float64) {
+	if g.rg != nil {
+		g.rg.mulT(d, out, false, true)
+		return
+	}
 	copy(out, kronMul(g.pt2, g.ns, g.two, d, g.bufA, g.bufB))
 }
 
@@ -124,6 +142,12 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 	for x := range nx {
 		st.w[x], st.pi[x] = 1, 1/float64(nx)
 	}
+	if g.offset != nil { // v = 0: w = offset − θ
+		st.theta = slices.Min(g.offset) - 1
+		for x := range nx {
+			st.w[x] = g.offset[x] - st.theta
+		}
+	}
 	d1 := make([]float64, nx)
 	d2 := make([]float64, nt)
 	b := make([]float64, nt)
@@ -159,7 +183,7 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 		if g.direct != nil && g.direct.ok {
 			g.direct.solve(b, rhs, dv)
 		} else {
-			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, prec, rhs, dv, 1e-10, g.cgMax)
+			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, diagonal(prec), rhs, dv, 1e-10, g.cgMax)
 			g.cgIterations += cg.iterations
 		}
 		bdv := 0.0
@@ -234,9 +258,11 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 		if g.direct != nil {
 			g.direct.factor(d1, d2, b, c)
 		}
-		g.diagATDA(d1, prec)
-		for j := range nt {
-			prec[j] = 1 / max(prec[j]+d2[j]-b[j]*b[j]/c, 1e-300)
+		if g.direct == nil || !g.direct.ok {
+			g.diagATDA(d1, prec)
+			for j := range nt {
+				prec[j] = 1 / max(prec[j]+d2[j]-b[j]*b[j]/c, 1e-300)
+			}
 		}
 		// Predictor (affine scaling).
 		for x := range nx {
@@ -299,10 +325,18 @@ func newCGSolver(n int) *cgSolver {
 	return &cgSolver{r: make([]float64, n), z: make([]float64, n), p: make([]float64, n), ap: make([]float64, n)}
 }
 
-// solve sets x ≈ M⁻¹ b for the operator mul (y = M x) with the diagonal
-// preconditioner prec (an approximation of diag(M)⁻¹), from x = 0, until
-// ‖r‖ ≤ tol ‖b‖ or maxIter iterations.
-func (s *cgSolver) solve(mul func(x, y []float64), prec, b, x []float64, tol float64, maxIter int) {
+// diagonal returns the preconditioner z = d ∘ r.
+func diagonal(d []float64) func(r, z []float64) {
+	return func(r, z []float64) {
+		for i, v := range r {
+			z[i] = d[i] * v
+		}
+	}
+}
+
+// solve sets x ≈ M⁻¹ b for the operator mul (y = M x) with the preconditioner prec
+// (z ≈ M⁻¹ r), from x = 0, until ‖r‖ ≤ tol ‖b‖ or maxIter iterations.
+func (s *cgSolver) solve(mul func(x, y []float64), prec func(r, z []float64), b, x []float64, tol float64, maxIter int) {
 	clear(x)
 	copy(s.r, b)
 	bn := 0.0
@@ -313,9 +347,9 @@ func (s *cgSolver) solve(mul func(x, y []float64), prec, b, x []float64, tol flo
 	if bn == 0 {
 		return
 	}
+	prec(s.r, s.z)
 	rz := 0.0
 	for i := range s.r {
-		s.z[i] = prec[i] * s.r[i]
 		rz += s.r[i] * s.z[i]
 	}
 	copy(s.p, s.z)
@@ -339,9 +373,9 @@ func (s *cgSolver) solve(mul func(x, y []float64), prec, b, x []float64, tol flo
 		if rn <= tol*tol*bn {
 			return
 		}
+		prec(s.r, s.z)
 		rzNew := 0.0
 		for i := range s.r {
-			s.z[i] = prec[i] * s.r[i]
 			rzNew += s.r[i] * s.z[i]
 		}
 		beta := rzNew / rz

@@ -18,7 +18,9 @@ import (
 // P(τ_i|x'_i), so the 4 × s_i factors K_i[(b, b'), σ] = P(σ|b) P(σ|b') map E to the
 // matrix with its indices interleaved party by party. M is factored by Cholesky's
 // method once per iteration (O(8^k/3)); every solve then costs two Kronecker products
-// and two triangular solves. Used up to ipmDirectMaxInputs inputs, for any δ_i.
+// and two triangular solves, and solve refines the step against the Newton operator
+// itself. Used up to ipmDirectMaxInputs inputs, for any δ_i, and, with M formed block
+// by block (revealGame.formM), for the restricted programs of ipmReveal.
 type ipmDirect struct {
 	g       *ipmGame
 	pair    [][]float64 // K_i, 4 × ns_i
@@ -28,12 +30,18 @@ type ipmDirect struct {
 	buf     []float64
 	m       *mat.SymDense
 	chol    mat.Cholesky
-	kb      []float64 // K⁻¹ b
+	u       mat.TriDense // its factor
+	kb      []float64    // K⁻¹ b
 	bkb, c  float64
 	d2      []float64
 	tx, tx2 []float64
 	tt      []float64
 	ok      bool
+	d1      []float64
+	res2    []float64 // iterative refinement (solve)
+	corr2   []float64
+	tmpX    []float64
+	e       []float64 // D₂⁻¹ for a restricted program (ipmReveal; M by revealGame.formM)
 }
 
 // ipmDirectMaxInputs bounds the inputs for which the Newton systems are solved by
@@ -87,23 +95,37 @@ func (d *ipmDirect) factor(d1, d2, b []float64, c float64) {
 	g := d.g
 	nx := g.nx
 	e := d.tt
+	if d.e != nil {
+		e = d.e
+	}
 	for j, v := range d2 {
 		e[j] = 1 / v
 	}
-	r := kronMul(d.pair, d.four, g.ns, e, d.full, d.buf)
 	raw := d.m.RawSymmetric()
-	for a := range nx {
-		row := raw.Data[a*raw.Stride : a*raw.Stride+nx]
-		sa := g.s[a]
-		for bb := a; bb < nx; bb++ {
-			row[bb] = sa * g.s[bb] * r[d.perm[a*nx+bb]]
+	if g.rg != nil {
+		for a := range nx {
+			clear(raw.Data[a*raw.Stride+a : a*raw.Stride+nx])
 		}
-		row[a] += 1 / d1[a]
+		g.rg.formM(e, raw.Data, raw.Stride)
+		for a := range nx {
+			raw.Data[a*raw.Stride+a] += 1 / d1[a]
+		}
+	} else {
+		r := kronMul(d.pair, d.four, g.ns, e, d.full, d.buf)
+		for a := range nx {
+			row := raw.Data[a*raw.Stride : a*raw.Stride+nx]
+			sa := g.s[a]
+			for bb := a; bb < nx; bb++ {
+				row[bb] = sa * g.s[bb] * r[d.perm[a*nx+bb]]
+			}
+			row[a] += 1 / d1[a]
+		}
 	}
-	d.d2 = d2
+	d.d1, d.d2 = d1, d2
 	if d.ok = d.chol.Factorize(d.m); !d.ok {
 		return
 	}
+	d.chol.UTo(&d.u)
 	d.c = c
 	d.applyK(b, d.kb)
 	d.bkb = floats.Dot(b, d.kb)
@@ -116,20 +138,61 @@ func (d *ipmDirect) applyK(r, out []float64) {
 		d.tt[j] = r[j] / d.d2[j]
 	}
 	g.mulA(d.tt, d.tx)
-	u := mat.NewVecDense(g.nx, d.tx)
-	t := mat.NewVecDense(g.nx, d.tx2)
-	// A mat.Condition error only warns of an ill-conditioned M (late iterations): the
-	// solution is still written, the step is merely less accurate, and the certificate
-	// is evaluated independently of it.
-	_ = d.chol.SolveVecTo(t, u)
+	d.cholSolve(d.tx, d.tx2)
 	g.mulAT(d.tx2, d.tt)
 	for j := range r {
 		out[j] = (r[j] - d.tt[j]) / d.d2[j]
 	}
 }
 
-// solve sets dv = (K − b bᵀ/c)⁻¹ rhs.
+// newRevealDirect returns the Newton solver of a restricted program (g.rg set).
+func newRevealDirect(g *ipmGame) *ipmDirect {
+	d := &ipmDirect{g: g, tx: make([]float64, g.nx), tx2: make([]float64, g.nx), tt: make([]float64, g.nt), kb: make([]float64, g.nt),
+		e: make([]float64, g.nt), m: mat.NewSymDense(g.nx, nil)}
+	return d
+}
+
+// cholSolve sets t = M⁻¹ u from the factor M = UᵀU by two triangular solves along
+// the rows of U (an ill-conditioned M, late in the iterations, only makes the step
+// less accurate: solve refines it, and the certificate is evaluated independently).
+func (d *ipmDirect) cholSolve(u, t []float64) {
+	n := len(u)
+	copy(t, u)
+	raw := d.u.RawTriangular()
+	for i := range n { // Uᵀ y = u
+		row := raw.Data[i*raw.Stride : i*raw.Stride+n]
+		t[i] /= row[i]
+		if yi := t[i]; yi != 0 {
+			floats.AddScaled(t[i+1:], -yi, row[i+1:])
+		}
+	}
+	for i := n - 1; i >= 0; i-- { // U t = y
+		row := raw.Data[i*raw.Stride : i*raw.Stride+n]
+		t[i] = (t[i] - floats.Dot(row[i+1:], t[i+1:])) / row[i]
+	}
+}
+
+// solve sets dv = (K − b bᵀ/c)⁻¹ rhs, refined twice against the operator itself
+// (newtonMul): the Woodbury form cancels badly when D₂ spans many orders of magnitude
+// (late iterations), and a refinement step costs two products with A.
 func (d *ipmDirect) solve(b, rhs, dv []float64) {
+	d.solveOnce(b, rhs, dv)
+	if d.res2 == nil {
+		d.res2, d.corr2, d.tmpX = make([]float64, len(dv)), make([]float64, len(dv)), make([]float64, d.g.nx)
+	}
+	for range 3 {
+		d.g.newtonMul(d.d1, d.d2, b, d.c, dv, d.res2, d.tmpX)
+		for j := range rhs {
+			d.res2[j] = rhs[j] - d.res2[j]
+		}
+		d.solveOnce(b, d.res2, d.corr2)
+		for j := range dv {
+			dv[j] += d.corr2[j]
+		}
+	}
+}
+
+func (d *ipmDirect) solveOnce(b, rhs, dv []float64) {
 	d.applyK(rhs, dv)
 	den := d.c - d.bkb
 	if den == 0 {

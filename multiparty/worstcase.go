@@ -120,27 +120,35 @@ func (w *WorstCase) Decide(tau []int) []float64 {
 //  4. Two outputs: a primal–dual interior point method (Mehrotra; ipmCertify). For 4^k
 //     transcripts and at most 2^10 inputs it runs before generation, with exact Newton
 //     solves (Woodbury: a Cholesky factor of a 2^k × 2^k matrix formed by one Kronecker
-//     product, ipmDirect), and generation then starts from its prior; for two-symbol
-//     parties it runs when generation stopped at its cap, with conjugate gradients
-//     through the Kronecker products and a crossover to the vertex its last iterate
-//     suggests.
+//     product, ipmDirect, refined against the Newton operator), and generation then
+//     starts from its prior; for two-symbol parties it runs when generation stopped at
+//     its cap, with conjugate gradients through the Kronecker products and a crossover
+//     to the vertex its last iterate suggests.
+//  5. Two outputs, 4^k transcripts and more inputs (k = 11, 12): the same method on
+//     restricted programs (ipmReveal): the inputs the best prior weighs or the best
+//     rule leaves worst (at most 2^11), and the transcripts of the most probable sets
+//     of revealing parties, whose blocks are Kronecker products of the other parties'
+//     noisy factors (revealGame); the rule is fixed elsewhere to the Bayes decision of
+//     the best prior. Two passes (the first chooses the inputs and fixed decisions of
+//     the second); generation follows only when they leave a gap above 1e-4.
 //
 // Whatever the path, Accuracy is computed from the final rule and UpperBound from the
 // final prior, so the gap is certified. The work is capped deterministically (about
 // 6·10¹⁰ tableau updates); the gap is below 1e-9 for every symmetric case and, with
 // unequal budgets, for δ = 0 up to k = 10, for majority, AND and OR of 10 parties with
-// 0 < δ_i < 1, and for majority, AND, OR and XOR of 12 parties with δ = 0, but it may
-// stay wider when the cap is hit (a random function of 12 parties: 1.4e-5 after the
-// interior point stage, about 90 s; a random function of 10 parties with 0 < δ_i < 1:
-// 3e-6; unequal budgets with 0 < δ_i < 1 and k ≥ 11, or more than two outputs at
-// k = 10: up to about 2.5e-2; docs/local-dp.md lists the measured gaps and times). The
-// reported accuracy is safe (attained);
-// UpperBound − Accuracy bounds how far below the optimum it may be.
+// 0 < δ_i < 1, for AND of 12 parties with 0 < δ_i < 1, and for majority, AND, OR and
+// XOR of 12 parties with δ = 0, but it may stay wider (a random function of 12
+// parties: 1.4e-5 after the interior point stage, about 90 s; a random function of 10
+// parties with 0 < δ_i < 1: 2e-6; majority of 11 and 12 parties with 0 < δ_i < 1:
+// about 1e-6 and 3.4e-6, where the restricted interior point method stalls; more than
+// two outputs at k = 10: up to about 2.5e-2; docs/local-dp.md lists the measured gaps
+// and times). The reported accuracy is safe (attained); UpperBound − Accuracy bounds
+// how far below the optimum it may be.
 //
 // Limits: the reduced game must have at most MaxOrbitCells orbit pairs, or the
 // protocol at most MaxTranscripts transcripts; otherwise a *dpkit.ParamError. This
 // admits every protocol of k ≤ MaxParties parties. A 4^12-transcript program takes
-// about a minute and keeps a few vectors of 268 MB (|Y| = 2). For the parity,
+// about a minute and a half and keeps a few vectors of 268 MB (|Y| = 2). For the parity,
 // XORAccuracy gives the value in closed form.
 func WorstCaseAccuracy(pr *Protocol, f Function) (*WorstCase, error) {
 	k := pr.Parties()
@@ -362,9 +370,21 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 	// Two outputs, 4^k transcripts and few inputs: the interior point method with exact
 	// Newton solves first; its prior starts the generation near the optimum.
 	initCols := genInitCols
-	if kg, ok := g.(*kronGame); ok && !kg.binary && ny == 2 && nt > pdhgMaxTranscripts && nx <= ipmDirectMaxInputs && cert.upper-cert.lower > gapTol {
-		ipmCertify(kg, &cert, accBuf, scBuf)
-		initCols = genIPMCols
+	if kg, ok := g.(*kronGame); ok && !kg.binary && ny == 2 && nt > pdhgMaxTranscripts && cert.upper-cert.lower > gapTol {
+		if nx > ipmDirectMaxInputs {
+			// k ≥ 11: the restricted stage; when it certifies a gap below revealAccept,
+			// generation (capped rounds, each two passes over the 4^k transcripts)
+			// would not improve on it. Otherwise (AND, whose restricted programs stall
+			// early) generation runs as without the stage.
+			ipmReveal(kg, &cert, accBuf, scBuf)
+			if cert.upper-cert.lower <= revealAccept {
+				finalize(g, &cert, accBuf, scBuf)
+				return cert
+			}
+		} else {
+			ipmCertify(kg, &cert, accBuf, scBuf)
+			initCols = genIPMCols
+		}
 	}
 	if cert.upper-cert.lower > gapTol {
 		generate(g, &cert, initCols)

@@ -340,6 +340,7 @@ func BenchmarkWorstCaseAccuracy(b *testing.B) {
 		{"k=12/hetero/delta=0/random", hetero(12), 0, randomFunction(rand.New(rand.NewPCG(1, 1)), 12, 2)},
 		{"k=10/hetero/delta=0.1/majority", hetero(10), 0.1, Majority(10)},
 		{"k=10/hetero/delta=0.01/random", hetero(10), 0.01, randomFunction(rand.New(rand.NewPCG(1, 1)), 10, 2)},
+		{"k=11/hetero/delta=0.01/majority", hetero(11), 0.01, Majority(11)},
 		{"k=12/hetero/delta=0.01/majority", hetero(12), 0.01, Majority(12)},
 		{"k=12/hetero/delta=0.01/and", hetero(12), 0.01, AND(12)},
 		{"k=10/hetero/delta=0/majority", hetero(10), 0, Majority(10)},
