@@ -94,7 +94,29 @@ func TestInteriorPointAgainstDirect(t *testing.T) {
 // re-evaluated by enumerating every transcript (1e-12 absolute). Majority and random
 // tables, k = 3–5 (and 6 without -short).
 func TestInteriorPointDirectWithDelta(t *testing.T) {
-	r := rand.New(rand.NewPCG(63, 64))
+	forDeltaGames(t, rand.New(rand.NewPCG(63, 64)), 0.02, func(k int, name string, g *kronGame) certificate {
+		cert, accBuf, scBuf := uniformCertificate(g)
+		ipmCertify(g, &cert, accBuf, scBuf)
+		ipmLo, ipmUp := cert.lower, cert.upper
+		generate(g, &cert, genIPMCols)
+		finalize(g, &cert, accBuf, scBuf)
+		direct := solveGame(g, nil, nil)
+		if ipmUp-ipmLo > 1e-4 || cert.upper-cert.lower > 1e-9 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 ||
+			ipmLo > direct.upper+1e-12 || direct.lower > ipmUp+1e-12 {
+			t.Errorf("k=%d %s: interior point [%.13g, %.13g], then generation [%.13g, %.13g], direct [%.13g, %.13g]",
+				k, name, ipmLo, ipmUp, cert.lower, cert.upper, direct.lower, direct.upper)
+		}
+		return cert
+	})
+}
+
+// forDeltaGames runs solve on the two-output programs of protocols of k = 3–6 parties
+// (k ≤ 5 under -short) with random ε_i ∈ [0.3, 1.8] and δ_i ∈ [deltaMin, deltaMin + 0.2]
+// but party 1 at δ = 0, for the majority and two random tables each, and checks the
+// certificate solve returns by enumerating every transcript (bruteBounds, 1e-12
+// absolute).
+func forDeltaGames(t *testing.T, r *rand.Rand, deltaMin float64, solve func(k int, name string, g *kronGame) certificate) {
+	t.Helper()
 	for _, k := range []int{3, 4, 5, 6} {
 		if testing.Short() && k > 5 {
 			continue
@@ -103,24 +125,13 @@ func TestInteriorPointDirectWithDelta(t *testing.T) {
 		for i := range eps {
 			eps[i] = 0.3 + 1.5*r.Float64()
 			if i != 1 {
-				delta[i] = 0.02 + 0.2*r.Float64()
+				delta[i] = deltaMin + 0.2*r.Float64()
 			}
 		}
 		pr := mustProtocol(t, eps, delta)
 		for _, f := range []Function{Majority(k), randomFunction(r, k, 2), randomFunction(r, k, 2)} {
 			tab, _ := f.table(k)
-			g := newKronGame(pr, tab, 2)
-			cert, accBuf, scBuf := uniformCertificate(g)
-			ipmCertify(g, &cert, accBuf, scBuf)
-			ipmLo, ipmUp := cert.lower, cert.upper
-			generate(g, &cert, genIPMCols)
-			finalize(g, &cert, accBuf, scBuf)
-			direct := solveGame(g, nil, nil)
-			if ipmUp-ipmLo > 1e-4 || cert.upper-cert.lower > 1e-9 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 ||
-				ipmLo > direct.upper+1e-12 || direct.lower > ipmUp+1e-12 {
-				t.Errorf("k=%d %s: interior point [%.13g, %.13g], then generation [%.13g, %.13g], direct [%.13g, %.13g]",
-					k, f.Name, ipmLo, ipmUp, cert.lower, cert.upper, direct.lower, direct.upper)
-			}
+			cert := solve(k, f.Name, newKronGame(pr, tab, 2))
 			lo, up := bruteBounds(pr, tab, 2, cert.q, cert.pi)
 			if math.Abs(lo-cert.lower) > 1e-12 || math.Abs(up-cert.upper) > 1e-12 {
 				t.Errorf("k=%d %s: certificate [%.15g, %.15g], enumeration [%.15g, %.15g]", k, f.Name, cert.lower, cert.upper, lo, up)

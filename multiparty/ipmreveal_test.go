@@ -110,37 +110,18 @@ func TestRevealGameProducts(t *testing.T) {
 // (1e-12 absolute).
 // Majority and random tables, k = 3–6 (k ≤ 5 under -short).
 func TestRevealAgainstDirect(t *testing.T) {
-	r := rand.New(rand.NewPCG(73, 74))
-	for _, k := range []int{3, 4, 5, 6} {
-		if testing.Short() && k > 5 {
-			continue
+	forDeltaGames(t, rand.New(rand.NewPCG(73, 74)), 0.01, func(k int, name string, g *kronGame) certificate {
+		cert, accBuf, scBuf := uniformCertificate(g)
+		ipmReveal(g, &cert, accBuf, scBuf)
+		finalize(g, &cert, accBuf, scBuf)
+		direct := solveGame(g, nil, nil)
+		t.Logf("k=%d %s: gap %.3g", k, name, cert.upper-cert.lower)
+		if cert.upper-cert.lower > 5e-6 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 {
+			t.Errorf("k=%d %s: restricted interior point [%.13g, %.13g], direct [%.13g, %.13g]",
+				k, name, cert.lower, cert.upper, direct.lower, direct.upper)
 		}
-		eps, delta := make([]float64, k), make([]float64, k)
-		for i := range eps {
-			eps[i] = 0.3 + 1.5*r.Float64()
-			if i != 1 {
-				delta[i] = 0.01 + 0.2*r.Float64()
-			}
-		}
-		pr := mustProtocol(t, eps, delta)
-		for _, f := range []Function{Majority(k), randomFunction(r, k, 2), randomFunction(r, k, 2)} {
-			tab, _ := f.table(k)
-			g := newKronGame(pr, tab, 2)
-			cert, accBuf, scBuf := uniformCertificate(g)
-			ipmReveal(g, &cert, accBuf, scBuf)
-			finalize(g, &cert, accBuf, scBuf)
-			direct := solveGame(g, nil, nil)
-			t.Logf("k=%d %s: gap %.3g", k, f.Name, cert.upper-cert.lower)
-			if cert.upper-cert.lower > 5e-6 || cert.lower > direct.upper+1e-12 || direct.lower > cert.upper+1e-12 {
-				t.Errorf("k=%d %s: restricted interior point [%.13g, %.13g], direct [%.13g, %.13g]",
-					k, f.Name, cert.lower, cert.upper, direct.lower, direct.upper)
-			}
-			lo, up := bruteBounds(pr, tab, 2, cert.q, cert.pi)
-			if math.Abs(lo-cert.lower) > 1e-12 || math.Abs(up-cert.upper) > 1e-12 {
-				t.Errorf("k=%d %s: certificate [%.15g, %.15g], enumeration [%.15g, %.15g]", k, f.Name, cert.lower, cert.upper, lo, up)
-			}
-		}
-	}
+		return cert
+	})
 }
 
 // End to end: the majority of 11 parties with unequal budgets (ε_i = 0.5 + 0.1 i) and
