@@ -66,8 +66,7 @@ func withRealFFT(n int, f func(p *realFFT)) {
 
 func newRealFFT(n int) *realFFT {
 	m := n / 2
-	w := twiddles64(n)
-	round := func(k int) complex128 { return w[k] }
+	w := twiddles64(n) // e^(−2πik/n), k < n/2
 	p := &realFFT{n: n, rev: make([]int32, m), tw: make([]complex128, m-1), split: make([]complex128, m/2+1)}
 	shift := 64 - uint(bits.Len(uint(m))-1)
 	for i := range p.rev {
@@ -75,12 +74,10 @@ func newRealFFT(n int) *realFFT {
 	}
 	for h := 1; h < m; h *= 2 {
 		for j := range h {
-			p.tw[h-1+j] = round(j * (n / (2 * h)))
+			p.tw[h-1+j] = w[j*(n/(2*h))]
 		}
 	}
-	for k := range p.split {
-		p.split[k] = round(k)
-	}
+	copy(p.split, w)
 	return p
 }
 
