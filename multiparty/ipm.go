@@ -183,7 +183,7 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 		if g.direct != nil && g.direct.ok {
 			g.direct.solve(b, rhs, dv)
 		} else {
-			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, diagonal(prec), rhs, dv, 1e-10, g.cgMax)
+			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, prec, rhs, dv, 1e-10, g.cgMax)
 			g.cgIterations += cg.iterations
 		}
 		bdv := 0.0
@@ -325,18 +325,10 @@ func newCGSolver(n int) *cgSolver {
 	return &cgSolver{r: make([]float64, n), z: make([]float64, n), p: make([]float64, n), ap: make([]float64, n)}
 }
 
-// diagonal returns the preconditioner z = d ∘ r.
-func diagonal(d []float64) func(r, z []float64) {
-	return func(r, z []float64) {
-		for i, v := range r {
-			z[i] = d[i] * v
-		}
-	}
-}
-
-// solve sets x ≈ M⁻¹ b for the operator mul (y = M x) with the preconditioner prec
-// (z ≈ M⁻¹ r), from x = 0, until ‖r‖ ≤ tol ‖b‖ or maxIter iterations.
-func (s *cgSolver) solve(mul func(x, y []float64), prec func(r, z []float64), b, x []float64, tol float64, maxIter int) {
+// solve sets x ≈ M⁻¹ b for the operator mul (y = M x) with the diagonal
+// preconditioner prec (an approximation of diag(M)⁻¹), from x = 0, until
+// ‖r‖ ≤ tol ‖b‖ or maxIter iterations.
+func (s *cgSolver) solve(mul func(x, y []float64), prec, b, x []float64, tol float64, maxIter int) {
 	clear(x)
 	copy(s.r, b)
 	bn := 0.0
@@ -347,9 +339,9 @@ func (s *cgSolver) solve(mul func(x, y []float64), prec func(r, z []float64), b,
 	if bn == 0 {
 		return
 	}
-	prec(s.r, s.z)
 	rz := 0.0
 	for i := range s.r {
+		s.z[i] = prec[i] * s.r[i]
 		rz += s.r[i] * s.z[i]
 	}
 	copy(s.p, s.z)
@@ -373,9 +365,9 @@ func (s *cgSolver) solve(mul func(x, y []float64), prec func(r, z []float64), b,
 		if rn <= tol*tol*bn {
 			return
 		}
-		prec(s.r, s.z)
 		rzNew := 0.0
 		for i := range s.r {
+			s.z[i] = prec[i] * s.r[i]
 			rzNew += s.r[i] * s.z[i]
 		}
 		beta := rzNew / rz

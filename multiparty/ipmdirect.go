@@ -172,7 +172,7 @@ func (d *ipmDirect) cholSolve(u, t []float64) {
 	}
 }
 
-// solve sets dv = (K − b bᵀ/c)⁻¹ rhs, refined twice against the operator itself
+// solve sets dv = (K − b bᵀ/c)⁻¹ rhs, refined three times against the operator itself
 // (newtonMul): the Woodbury form cancels badly when D₂ spans many orders of magnitude
 // (late iterations), and a refinement step costs two products with A.
 func (d *ipmDirect) solve(b, rhs, dv []float64) {

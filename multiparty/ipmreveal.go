@@ -350,7 +350,7 @@ func revealPass(kg *kronGame, q0, pi0 []float64, maxInputs int, tol float64, acc
 	fixedPart := slices.Clone(q)
 	rg.fullIndex(func(_, t int) { fixedPart[2*t], fixedPart[2*t+1] = 0, 0 })
 	kg.accuracy(fixedPart, accBuf)
-	fixedPart = nil
+	fixedPart = nil // a rule-sized vector (8·2·4^k bytes): free before the passes allocate
 	offset := make([]float64, len(inputs))
 	for r, x := range inputs {
 		offset[r] = 2 * accBuf[x]
