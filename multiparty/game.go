@@ -2,6 +2,7 @@ package multiparty
 
 import (
 	"math"
+	"sync"
 
 	"github.com/dpkit/dpkit/internal/numeric"
 )
@@ -296,53 +297,89 @@ func kronMul(m [][]float64, rows, cols []int, src, a, b []float64) []float64 {
 		for j := i + 1; j < k; j++ {
 			inner *= dims[j]
 		}
-		r, c := rows[i], cols[i]
-		outer := size / (c * inner)
-		mi := m[i]
-		if inner < 16 {
-			for o := range outer {
-				src, dst := a[o*c*inner:(o+1)*c*inner], b[o*r*inner:(o+1)*r*inner]
-				for l := range inner {
-					for ro := range r {
-						s := 0.0
-						for co, w := range mi[ro*c : (ro+1)*c] {
-							s += w * src[co*inner+l]
-						}
-						dst[ro*inner+l] = s
-					}
-				}
-			}
-		} else {
-			for o := range outer {
-				for ro := range r {
-					dst := b[(o*r+ro)*inner : (o*r+ro+1)*inner]
-					first := true
-					for co := range c {
-						w := mi[ro*c+co]
-						if w == 0 {
-							continue
-						}
-						s := a[(o*c+co)*inner : (o*c+co+1)*inner]
-						if first {
-							for l, v := range s {
-								dst[l] = w * v
-							}
-							first = false
-							continue
-						}
-						for l, v := range s {
-							dst[l] += w * v
-						}
-					}
-					if first {
-						clear(dst)
-					}
-				}
-			}
+		st := kronStage{m: m[i], r: rows[i], c: cols[i], inner: inner, src: a, dst: b}
+		outer := size / (st.c * inner)
+		// Every output entry is one dot product, computed the same way however the
+		// entries are shared out: the split changes no floating-point operation.
+		switch {
+		case outer*st.r*inner*st.c < kronSplitWork:
+			st.run(0, outer, 0, inner)
+		case outer > 1:
+			split(outer, func(lo, hi int) { st.run(lo, hi, 0, inner) })
+		default:
+			split(inner, func(lo, hi int) { st.run(0, 1, lo, hi) })
 		}
-		dims[i] = r
-		size = outer * r * inner
+		dims[i] = st.r
+		size = outer * st.r * inner
 		a, b = b, a
 	}
 	return a[:size]
+}
+
+// kronSplitWork is the number of multiply-adds from which a stage of kronMul is split
+// over two goroutines (a variable so that a test can compare split and serial stages).
+var kronSplitWork = 1 << 16
+
+// kronStage applies one party's factor m (r × c, row-major) along its axis: src holds
+// outer × c × inner entries, dst outer × r × inner.
+type kronStage struct {
+	m        []float64
+	r, c     int
+	inner    int
+	src, dst []float64
+}
+
+// run computes the outputs of blocks o0 … o1 − 1 at inner positions l0 … l1 − 1.
+func (st kronStage) run(o0, o1, l0, l1 int) {
+	r, c, inner, mi := st.r, st.c, st.inner, st.m
+	if inner < 16 {
+		for o := o0; o < o1; o++ {
+			src, dst := st.src[o*c*inner:(o+1)*c*inner], st.dst[o*r*inner:(o+1)*r*inner]
+			for l := l0; l < l1; l++ {
+				for ro := range r {
+					s := 0.0
+					for co, w := range mi[ro*c : (ro+1)*c] {
+						s += w * src[co*inner+l]
+					}
+					dst[ro*inner+l] = s
+				}
+			}
+		}
+		return
+	}
+	for o := o0; o < o1; o++ {
+		for ro := range r {
+			dst := st.dst[(o*r+ro)*inner+l0 : (o*r+ro)*inner+l1]
+			first := true
+			for co := range c {
+				w := mi[ro*c+co]
+				if w == 0 {
+					continue
+				}
+				s := st.src[(o*c+co)*inner+l0 : (o*c+co)*inner+l1]
+				if first {
+					for l, v := range s {
+						dst[l] = w * v
+					}
+					first = false
+					continue
+				}
+				for l, v := range s {
+					dst[l] += w * v
+				}
+			}
+			if first {
+				clear(dst)
+			}
+		}
+	}
+}
+
+// split runs fn on the halves [0, n/2) and [n/2, n), the first on a new goroutine.
+func split(n int, fn func(lo, hi int)) {
+	var wg sync.WaitGroup
+	half := n / 2
+	wg.Go(func() { fn(0, half) })
+	fn(half, n)
+	wg.Wait()
 }

@@ -3,6 +3,7 @@ package multiparty
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -45,6 +46,39 @@ func TestKronMul(t *testing.T) {
 			if math.Abs(got[o]-want) > 1e-13*(1+math.Abs(want)) {
 				t.Errorf("shape %v, entry %d: %v, definition %v", shape, o, got[o], want)
 			}
+		}
+	}
+}
+
+// kronMul's stages split over two goroutines (by blocks, or within the single block of
+// the stage on party 0) give the serial stages' result bit for bit: products that grow
+// (4×2 factors, 2^9 → 4^9), shrink (2×4) and keep (2×2, 2^16) the vector.
+func TestKronMulSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, c := range []struct{ k, rows, cols int }{{9, 4, 2}, {9, 2, 4}, {16, 2, 2}} {
+		m := make([][]float64, c.k)
+		rows, cols := make([]int, c.k), make([]int, c.k)
+		nIn, nOut := 1, 1
+		for i := range m {
+			m[i] = make([]float64, c.rows*c.cols)
+			for j := range m[i] {
+				m[i][j] = r.Float64()
+			}
+			rows[i], cols[i] = c.rows, c.cols
+			nIn, nOut = nIn*c.cols, nOut*c.rows
+		}
+		src := make([]float64, nIn)
+		for i := range src {
+			src[i] = r.NormFloat64()
+		}
+		n := max(nIn, nOut)
+		split := slices.Clone(kronMul(m, rows, cols, src, make([]float64, n), make([]float64, n)))
+		saved := kronSplitWork
+		kronSplitWork = math.MaxInt
+		serial := kronMul(m, rows, cols, src, make([]float64, n), make([]float64, n))
+		kronSplitWork = saved
+		if !slices.Equal(split, serial) {
+			t.Errorf("%d factors %d×%d: the split stages differ from the serial ones", c.k, c.rows, c.cols)
 		}
 	}
 }

@@ -274,15 +274,25 @@ func (g *revealGame) formM(e []float64, raw []float64, n int) {
 		}
 		w2 := p.weight * p.weight
 		r := kronMul(p.pair, p.four, p.two, eb, g.bufA, g.bufB)
-		for _, ma := range members {
-			za, ra := 2*g.spread4[ma[0]], ma[1]
-			sa := w2 * g.s[ra]
-			for _, mb := range members {
-				if rb := mb[1]; rb >= ra {
-					raw[ra*n+rb] += sa * g.s[rb] * r[za+g.spread4[mb[0]]]
+		// Each member writes its own row; members are dealt out alternately to two
+		// goroutines, which balances the triangle.
+		scatter := func(part int) {
+			for j := part; j < len(members); j += 2 {
+				za, ra := 2*g.spread4[members[j][0]], members[j][1]
+				sa := w2 * g.s[ra]
+				for _, mb := range members {
+					if rb := mb[1]; rb >= ra {
+						raw[ra*n+rb] += sa * g.s[rb] * r[za+g.spread4[mb[0]]]
+					}
 				}
 			}
 		}
+		if len(members) < 256 {
+			scatter(0)
+			scatter(1)
+			return
+		}
+		split(2, func(lo, _ int) { scatter(lo) })
 	})
 }
 

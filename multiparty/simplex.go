@@ -2,7 +2,6 @@ package multiparty
 
 import (
 	"math"
-	"sync"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -221,11 +220,7 @@ func eliminate(tab []float64, w, m, leave, enter int, prow []float64, nz *[]int)
 		work(0, m)
 		return
 	}
-	var wg sync.WaitGroup
-	half := m / 2
-	wg.Go(func() { work(0, half) })
-	work(half, m)
-	wg.Wait()
+	split(m, work)
 }
 
 // entering returns the non-basic column of w to enter the basis, or −1 at optimality:

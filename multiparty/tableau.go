@@ -2,7 +2,6 @@ package multiparty
 
 import (
 	"math"
-	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -207,11 +206,7 @@ func (t *tableau) pivot(leave, enter int) {
 	if t.m*w < 1<<17 {
 		work(0, t.m)
 	} else {
-		var wg sync.WaitGroup
-		half := t.m / 2
-		wg.Go(func() { work(0, half) })
-		work(half, t.m)
-		wg.Wait()
+		split(t.m, work)
 	}
 	if f := t.d[enter]; f != 0 {
 		if sparse {
