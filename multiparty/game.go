@@ -332,6 +332,14 @@ type kronStage struct {
 // run computes the outputs of blocks o0 … o1 − 1 at inner positions l0 … l1 − 1.
 func (st kronStage) run(o0, o1, l0, l1 int) {
 	r, c, inner, mi := st.r, st.c, st.inner, st.m
+	if r == 2 && c == 2 && mi[0] != 0 && mi[1] != 0 && mi[2] != 0 && mi[3] != 0 {
+		st.run22(o0, o1, l0, l1)
+		return
+	}
+	if c == 2 {
+		st.runPair(o0, o1, l0, l1)
+		return
+	}
 	if inner < 16 {
 		for o := o0; o < o1; o++ {
 			src, dst := st.src[o*c*inner:(o+1)*c*inner], st.dst[o*r*inner:(o+1)*r*inner]
@@ -371,6 +379,57 @@ func (st kronStage) run(o0, o1, l0, l1 int) {
 			if first {
 				clear(dst)
 			}
+		}
+	}
+}
+
+// runPair is run for a factor with two columns (every party's factor in products
+// that keep or grow the vector): one pass per output run over the pair of input runs,
+// with the same products and sums as run's (zero weights skipped).
+func (st kronStage) runPair(o0, o1, l0, l1 int) {
+	r, inner, mi := st.r, st.inner, st.m
+	n := l1 - l0
+	for o := o0; o < o1; o++ {
+		in := 2 * o * inner
+		s0, s1 := st.src[in+l0:in+l0+n], st.src[in+inner+l0:in+inner+l0+n]
+		for ro := range r {
+			w0, w1 := mi[2*ro], mi[2*ro+1]
+			out := (o*r + ro) * inner
+			d := st.dst[out+l0 : out+l0+n]
+			switch {
+			case w0 != 0 && w1 != 0:
+				for l, a := range s0 {
+					d[l] = w0*a + w1*s1[l]
+				}
+			case w0 != 0:
+				for l, a := range s0 {
+					d[l] = w0 * a
+				}
+			case w1 != 0:
+				for l, b := range s1 {
+					d[l] = w1 * b
+				}
+			default:
+				clear(d)
+			}
+		}
+	}
+}
+
+// run22 is runPair for a 2 × 2 factor without zeros (a party with δ = 0 in the
+// products that keep the vector's length): one pass over each pair of input runs
+// writes both output runs.
+func (st kronStage) run22(o0, o1, l0, l1 int) {
+	inner, n := st.inner, l1-l0
+	m00, m01, m10, m11 := st.m[0], st.m[1], st.m[2], st.m[3]
+	for o := o0; o < o1; o++ {
+		base := 2*o*inner + l0
+		s0, s1 := st.src[base:base+n], st.src[base+inner:base+inner+n]
+		d0, d1 := st.dst[base:base+n], st.dst[base+inner:base+inner+n]
+		for l, a := range s0 {
+			b := s1[l]
+			d0[l] = m00*a + m01*b
+			d1[l] = m10*a + m11*b
 		}
 	}
 }

@@ -8,10 +8,14 @@ import (
 )
 
 // kronMul against the definition: (⊗_i m_i) src summed entry by entry over every index
-// pair (row-major, party 0 slowest), for random 2×2, 4×2 and 2×4 factors; 1e-13 relative.
+// pair (row-major, party 0 slowest), for random 2×2, 4×2 and 2×4 factors, with and
+// without zero entries (revealed symbols; each stage has paths for both); 1e-13
+// relative.
 func TestKronMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
-	for _, shape := range [][][2]int{{{2, 2}, {2, 2}, {2, 2}}, {{4, 2}, {2, 2}, {4, 2}}, {{2, 4}, {2, 2}, {2, 4}}} {
+	for c := range 6 {
+		shape := [][][2]int{{{2, 2}, {2, 2}, {2, 2}}, {{4, 2}, {2, 2}, {4, 2}}, {{2, 4}, {2, 2}, {2, 4}}}[c%3]
+		zeros := c >= 3
 		k := len(shape)
 		var m [][]float64
 		var rows, cols []int
@@ -19,7 +23,9 @@ func TestKronMul(t *testing.T) {
 		for _, s := range shape {
 			mi := make([]float64, s[0]*s[1])
 			for i := range mi {
-				mi[i] = r.Float64()
+				if mi[i] = r.Float64(); zeros && i%3 == 0 {
+					mi[i] = 0
+				}
 			}
 			m = append(m, mi)
 			rows, cols = append(rows, s[0]), append(cols, s[1])
@@ -44,7 +50,7 @@ func TestKronMul(t *testing.T) {
 				want += p * src[in]
 			}
 			if math.Abs(got[o]-want) > 1e-13*(1+math.Abs(want)) {
-				t.Errorf("shape %v, entry %d: %v, definition %v", shape, o, got[o], want)
+				t.Errorf("shape %v (zeros %v), entry %d: %v, definition %v", shape, zeros, o, got[o], want)
 			}
 		}
 	}
