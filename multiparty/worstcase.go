@@ -3,6 +3,7 @@ package multiparty
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/dpkit/dpkit"
@@ -381,6 +382,11 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 				finalize(g, &cert, accBuf, scBuf)
 				return cert
 			}
+			// The stage's garbage (rule-sized vectors of 268 MB at k = 12) would
+			// otherwise still be on the heap when generation builds its tableau:
+			// AND of 12 at δ_i = 0.01 peaked at 3.6 GB without this collection,
+			// 3.1 GB with it.
+			runtime.GC()
 		} else {
 			ipmCertify(kg, &cert, accBuf, scBuf)
 			initCols = genIPMCols
