@@ -241,3 +241,38 @@ func uniformCertificate(g *kronGame) (cert certificate, accBuf, scBuf []float64)
 	cert.lower, cert.upper = lowerBound(g, cert.q, accBuf), upperBound(g, cert.pi, scBuf)
 	return cert, accBuf, scBuf
 }
+
+// BenchmarkKronMul: the products of the largest games, 2^12 → 2^12 by 2 × 2 factors
+// (δ = 0) and 2^12 → 4^12 by 4 × 2 factors with zeros (revealed symbols, δ > 0).
+func BenchmarkKronMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(55, 56))
+	for _, c := range []struct {
+		name string
+		rows int
+	}{{"2x2", 2}, {"4x2", 4}} {
+		const k = 12
+		m := make([][]float64, k)
+		rows, two := make([]int, k), make([]int, k)
+		n := 1
+		for i := range m {
+			m[i] = make([]float64, 2*c.rows)
+			for j := range m[i] {
+				m[i][j] = r.Float64()
+			}
+			if c.rows == 4 {
+				m[i][1], m[i][6] = 0, 0 // P(revealed 0 | 1) = P(revealed 1 | 0) = 0
+			}
+			rows[i], two[i] = c.rows, 2
+			n *= c.rows
+		}
+		src, a, d := make([]float64, 1<<k), make([]float64, n), make([]float64, n)
+		for i := range src {
+			src[i] = r.Float64()
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				kronMul(m, rows, two, src, a, d)
+			}
+		})
+	}
+}
