@@ -122,7 +122,7 @@ func (d *ipmDirect) factor(d1, d2, b []float64, c float64) {
 	}
 	d.d1, d.d2 = d1, d2
 	// In place: M is formed anew every iteration. (mat.Cholesky would copy it and
-	// estimate its condition number, a tenth of the factorization's time unused.)
+	// estimate its condition number, unused, which took as long as the factorization.)
 	if _, d.ok = lapack64.Potrf(raw); !d.ok {
 		return
 	}
