@@ -9,49 +9,61 @@ import (
 
 // kronMul against the definition: (⊗_i m_i) src summed entry by entry over every index
 // pair (row-major, party 0 slowest), for random 2×2, 4×2 and 2×4 factors, with and
-// without zero entries (revealed symbols; each stage has paths for both); 1e-13
-// relative.
+// without zero entries (revealed symbols; each stage has paths for both), and four
+// 2×4 factors, whose first stage runs along runs of 32 (the long-run path for factors
+// of more than two columns); 1e-13 relative.
 func TestKronMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
-	for c := range 6 {
-		shape := [][][2]int{{{2, 2}, {2, 2}, {2, 2}}, {{4, 2}, {2, 2}, {4, 2}}, {{2, 4}, {2, 2}, {2, 4}}}[c%3]
-		zeros := c >= 3
-		k := len(shape)
-		var m [][]float64
-		var rows, cols []int
-		nIn, nOut := 1, 1
-		for _, s := range shape {
-			mi := make([]float64, s[0]*s[1])
-			for i := range mi {
-				if mi[i] = r.Float64(); zeros && i%3 == 0 {
-					mi[i] = 0
-				}
-			}
-			m = append(m, mi)
-			rows, cols = append(rows, s[0]), append(cols, s[1])
-			nIn *= s[1]
-			nOut *= s[0]
+	shapes := [][][2]int{
+		{{2, 2}, {2, 2}, {2, 2}},
+		{{4, 2}, {2, 2}, {4, 2}},
+		{{2, 4}, {2, 2}, {2, 4}},
+		{{2, 4}, {2, 4}, {2, 2}, {2, 4}},
+	}
+	for _, zeros := range []bool{false, true} {
+		for _, shape := range shapes {
+			testKronMulShape(t, r, shape, zeros)
 		}
-		src := make([]float64, nIn)
-		for i := range src {
-			src[i] = r.NormFloat64()
+	}
+}
+
+func testKronMulShape(t *testing.T, r *rand.Rand, shape [][2]int, zeros bool) {
+	t.Helper()
+	k := len(shape)
+	var m [][]float64
+	var rows, cols []int
+	nIn, nOut := 1, 1
+	for _, s := range shape {
+		mi := make([]float64, s[0]*s[1])
+		for i := range mi {
+			if mi[i] = r.Float64(); zeros && i%3 == 0 {
+				mi[i] = 0
+			}
 		}
-		n := max(nIn, nOut) * 4
-		got := kronMul(m, rows, cols, src, make([]float64, n), make([]float64, n))
-		for o := range nOut {
-			want := 0.0
-			for in := range nIn {
-				p, oo, ii := 1.0, o, in
-				for i := k - 1; i >= 0; i-- {
-					p *= m[i][(oo%rows[i])*cols[i]+ii%cols[i]]
-					oo /= rows[i]
-					ii /= cols[i]
-				}
-				want += p * src[in]
+		m = append(m, mi)
+		rows, cols = append(rows, s[0]), append(cols, s[1])
+		nIn *= s[1]
+		nOut *= s[0]
+	}
+	src := make([]float64, nIn)
+	for i := range src {
+		src[i] = r.NormFloat64()
+	}
+	n := max(nIn, nOut) * 4
+	got := kronMul(m, rows, cols, src, make([]float64, n), make([]float64, n))
+	for o := range nOut {
+		want := 0.0
+		for in := range nIn {
+			p, oo, ii := 1.0, o, in
+			for i := k - 1; i >= 0; i-- {
+				p *= m[i][(oo%rows[i])*cols[i]+ii%cols[i]]
+				oo /= rows[i]
+				ii /= cols[i]
 			}
-			if math.Abs(got[o]-want) > 1e-13*(1+math.Abs(want)) {
-				t.Errorf("shape %v (zeros %v), entry %d: %v, definition %v", shape, zeros, o, got[o], want)
-			}
+			want += p * src[in]
+		}
+		if math.Abs(got[o]-want) > 1e-13*(1+math.Abs(want)) {
+			t.Errorf("shape %v (zeros %v), entry %d: %v, definition %v", shape, zeros, o, got[o], want)
 		}
 	}
 }

@@ -292,7 +292,7 @@ func (g *revealGame) formM(e []float64, raw []float64, n int) {
 			scatter(1)
 			return
 		}
-		split(2, func(lo, _ int) { scatter(lo) })
+		split(2, func(part, _ int) { scatter(part) }) // parts 0 and 1 at once
 	})
 }
 
