@@ -55,3 +55,33 @@ func TestInfeasibleIs(t *testing.T) {
 		t.Fatal("InfeasibleError does not match ErrInfeasible")
 	}
 }
+
+func TestParamErrorMessage(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&ParamError{Name: "delta", Value: 1.5, Want: "in [0, 1]"}, "dpkit: invalid delta = 1.5: want in [0, 1]"},
+		{&ParamError{Pkg: "mechanism", Name: "epsilon", Value: 0.03, Want: "> 0"}, "mechanism: invalid epsilon = 0.03: want > 0"},
+		{&ParamError{Pkg: "query", Name: "columns[salary].min", Want: "a number"}, "query: missing columns[salary].min: want a number"},
+		{&ParamError{Name: "name", Value: "", Want: "a name"}, `dpkit: invalid name = "": want a name`},
+		{InPackage("pld", CheckDelta("delta", 2)), "pld: invalid delta = 2: want in [0, 1]"},
+		{InPackage("pld", &ParamError{Pkg: "noise", Name: "rate", Value: 0.1, Want: "x"}), "noise: invalid rate = 0.1: want x"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+	if InPackage("pld", nil) != nil {
+		t.Error("InPackage(nil) != nil")
+	}
+	// 0.1+0.2 prints in its shortest round-trip form, not with 17 digits.
+	a, b := 0.1, 0.2
+	if got := FormatValue(a + b); got != "0.30000000000000004" {
+		t.Errorf("FormatValue(0.1+0.2) = %q", got)
+	}
+	if got := FormatValue(0.03); got != "0.03" {
+		t.Errorf("FormatValue(0.03) = %q", got)
+	}
+}

@@ -49,5 +49,3 @@ func (e *BudgetExceededError) Error() string {
 func (e *BudgetExceededError) Is(target error) bool {
 	return target == ErrBudgetExceeded || target == dpkit.ErrInfeasible
 }
-
-func unknownBudget(id string) error { return fmt.Errorf("%w %q", ErrUnknownBudget, id) }

@@ -177,20 +177,6 @@ func (l *Lattice) onto(h float64, keepShift, upper bool) *Lattice {
 	return out
 }
 
-// discreteSpec describes a discrete distribution as a pair, each atom's Q-mass being its
-// P-mass times e^(−loss); only P-masses enter the curves.
-func discreteSpec(d *Discrete, relErr float64) *atomSpec {
-	q := make([]float64, len(d.Loss))
-	for i, l := range d.Loss {
-		q[i] = qMass(d.Mass[i], l)
-	}
-	loss, p := d.Loss, d.Mass
-	if len(loss) == 0 {
-		loss, p, q = []float64{0}, []float64{0}, []float64{0}
-	}
-	return newAtomSpec(loss, p, q, math.Max(d.InfMass, 0), 0, relErr)
-}
-
 // qMass returns the Q-mass p·e^(−loss) of an outcome with P-mass p, without overflow:
 // a Q-mass is at most 1, so for a very negative loss p is tiny and the product is taken
 // in log space (relative error ≈ (|ln p| + |loss|)·u, well within the 4u–16u callers

@@ -39,7 +39,6 @@ type env struct {
 	ts      *httptest.Server
 	admin   string
 	analyst string
-	closers []func()
 }
 
 // open builds a Server over the database db — a SQLite file (created if needed) or a

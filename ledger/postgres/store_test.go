@@ -14,9 +14,6 @@ import (
 	"github.com/dpkit/dpkit/ledger/storetest"
 )
 
-// adminURL is the test server's URL (see package pgtest).
-func adminURL(t testing.TB) string { return pgtest.AdminURL(t) }
-
 // newSchema creates a fresh schema and returns a URL selecting it (see package pgtest).
 func newSchema(t testing.TB) string { return pgtest.Schema(t, "dpkit_test_") }
 
