@@ -1,0 +1,135 @@
+package numeric
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestBisectSqrt2 brackets √2 as the boundary of x² < 2 down to adjacent floats.
+// Reference: math.Sqrt2 = 1.41421356237309504880… (the constant's decimal expansion,
+// OEIS A002193), whose nearest float64 is 1.4142135623730951.
+func TestBisectSqrt2(t *testing.T) {
+	below := func(x float64) (bool, error) { return x*x < 2, nil }
+	for _, stop := range []Stop{{}, {Geometric: true}} {
+		lo, hi, err := Bisect(1, 2, below, stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(lo*lo < 2) || hi*hi < 2 || math.Nextafter(lo, 2) != hi {
+			t.Errorf("%+v: bracket [%v, %v] is not the adjacent pair around √2", stop, lo, hi)
+		}
+		if lo != math.Sqrt2 && hi != math.Sqrt2 {
+			t.Errorf("%+v: bracket [%v, %v] misses float64(√2) = %v", stop, lo, hi, math.Sqrt2)
+		}
+	}
+}
+
+// TestBisectStops checks the three stopping rules and the bracket contract on random
+// thresholds (property test).
+func TestBisectStops(t *testing.T) {
+	rapid.Check(t, func(r *rapid.T) {
+		lo := rapid.Float64Range(-1e6, 1e6).Draw(r, "lo")
+		hi := lo + rapid.Float64Range(1e-6, 1e6).Draw(r, "width")
+		th := rapid.Float64Range(lo, hi).Draw(r, "threshold")
+		rel := rapid.SampledFrom([]float64{0, 1e-3, 1e-9}).Draw(r, "rel")
+		abs := rapid.SampledFrom([]float64{0, 1e-2}).Draw(r, "abs")
+		ok := func(x float64) (bool, error) { return x <= th, nil }
+		if !(lo <= th) || hi <= th { // the caller's guarantee
+			return
+		}
+		a, b, err := Bisect(lo, hi, ok, Stop{RelTol: rel, AbsTol: abs})
+		if err != nil {
+			r.Fatal(err)
+		}
+		if !(a <= th && th < b) {
+			r.Fatalf("bracket [%v, %v] does not hold the threshold %v", a, b, th)
+		}
+		w := b - a
+		if !(w <= abs || w <= rel*math.Max(math.Abs(a), math.Abs(b)) || math.Nextafter(a, b) == b) {
+			r.Fatalf("bracket [%v, %v] wider than the stopping rule (rel %v, abs %v)", a, b, rel, abs)
+		}
+	})
+}
+
+func TestBisectMaxIterAndErrors(t *testing.T) {
+	n := 0
+	ok := func(x float64) (bool, error) { n++; return x < 0.3, nil }
+	if _, _, err := Bisect(0, 1, ok, Stop{MaxIter: 5}); err != nil || n != 5 {
+		t.Errorf("MaxIter 5: %d evaluations, err %v", n, err)
+	}
+	boom := errors.New("boom")
+	if _, _, err := Bisect(0, 1, func(float64) (bool, error) { return false, boom }, Stop{}); !errors.Is(err, boom) {
+		t.Errorf("error not passed through: %v", err)
+	}
+	for _, b := range [][2]float64{{1, 1}, {2, 1}, {math.NaN(), 1}, {0, math.Inf(1)}} {
+		if _, _, err := Bisect(b[0], b[1], ok, Stop{}); !errors.Is(err, ErrBracket) {
+			t.Errorf("bracket %v: err %v, want ErrBracket", b, err)
+		}
+	}
+	if _, _, err := Bisect(0, 1, ok, Stop{Geometric: true}); !errors.Is(err, ErrBracket) {
+		t.Errorf("geometric from 0: err %v, want ErrBracket", err)
+	}
+	// The widest bracket still terminates, at adjacent floats.
+	lo, hi, err := Bisect(-math.MaxFloat64, math.MaxFloat64, func(x float64) (bool, error) { return x < 1e300, nil }, Stop{})
+	if err != nil || math.Nextafter(lo, hi) != hi || !(lo < 1e300) || hi < 1e300 {
+		t.Errorf("full range: [%v, %v], %v", lo, hi, err)
+	}
+}
+
+func TestExpandUp(t *testing.T) {
+	ok := func(x float64) (bool, error) { return x < 100, nil }
+	lo, hi, found, err := ExpandUp(1, 2, 1e9, ok)
+	if err != nil || !found || lo != 64 || hi != 128 {
+		t.Errorf("ExpandUp = %v, %v, %v, %v; want 64, 128, true", lo, hi, found, err)
+	}
+	lo, hi, found, err = ExpandUp(1, 2, 50, ok)
+	if err != nil || found || lo != 32 || hi != 50 {
+		t.Errorf("capped ExpandUp = %v, %v, %v, %v; want 32, 50, false", lo, hi, found, err)
+	}
+	if _, _, _, err := ExpandUp(0, 2, 10, ok); !errors.Is(err, ErrBracket) {
+		t.Errorf("x0 = 0: %v", err)
+	}
+}
+
+func TestLargestInt(t *testing.T) {
+	rapid.Check(t, func(r *rapid.T) {
+		max := rapid.Int64Range(1, 1<<62).Draw(r, "max")
+		th := rapid.Int64Range(0, max+1).Draw(r, "threshold")
+		calls := 0
+		got, err := LargestInt(max, func(k int64) (bool, error) { calls++; return k <= th, nil })
+		if err != nil {
+			r.Fatal(err)
+		}
+		if want := min(th, max); got != want {
+			r.Fatalf("LargestInt(%d) with threshold %d = %d, want %d", max, th, got, want)
+		}
+		if calls > 2*64+2 {
+			r.Fatalf("%d evaluations", calls)
+		}
+	})
+	if got, err := LargestInt(math.MaxInt64, func(int64) (bool, error) { return true, nil }); err != nil || got != math.MaxInt64 {
+		t.Errorf("always true up to MaxInt64: %d, %v", got, err)
+	}
+}
+
+// TestGoldenSection minimises (x − c)² (minimum at c, value 0 by construction) and a
+// function whose minimum lies at an end of the interval.
+func TestGoldenSection(t *testing.T) {
+	for _, c := range []float64{0.1, 0.5, 0.77} {
+		x, fx := GoldenSection(func(x float64) float64 { return (x - c) * (x - c) }, 0, 1, 1e-12, 0)
+		if math.Abs(x-c) > 1e-9 || fx > 1e-18 {
+			t.Errorf("min of (x − %v)²: x = %v, f = %v", c, x, fx)
+		}
+	}
+	x, fx := GoldenSection(func(x float64) float64 { return x }, 0, 1, 1e-12, 0)
+	if x != 0 || fx != 0 {
+		t.Errorf("min of x on [0, 1]: x = %v, f = %v; want 0, 0", x, fx)
+	}
+	x, _ = GoldenSection(func(x float64) float64 { return -x }, 0, 1, 1e-12, 0)
+	if x != 1 {
+		t.Errorf("min of −x on [0, 1]: x = %v, want 1", x)
+	}
+}
