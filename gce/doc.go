@@ -1,6 +1,6 @@
 // Package gce analyses the composition of differentially private releases on different
 // databases with the generalized composition experiment (GCE) of Hartmann, Bindschaedler
-// and West, "On the Choice of Databases in Differential Privacy Composition" (seed 004),
+// and West, "On the Choice of Databases in Differential Privacy Composition" (HBW),
 // with the exact optimal composition of package compose underneath.
 //
 // # Model
@@ -25,7 +25,7 @@
 //   - HDP: an explicit pair of hypotheses, coupled by RefineTuples (Alg. 3, exact
 //     rationals, FIFO) and combined by a sound rule. The paper's general recipe
 //     ε = ln Σ w_i e^{ε_i} is unsound unless one hypothesis is a point mass
-//     (docs/errata.md, seed 004 item 1); HDP uses it only then, and otherwise the
+//     (docs/errata.md, HBW item 1); HDP uses it only then, and otherwise the
 //     weighted-curve rule δ(ε) = Σ w_i δ_i(ε) (joint convexity of the hockey-stick
 //     divergence), which is the errata's "ε = max ε_i, δ = Σ w_i δ_i" at its best.
 //   - AtMost and Allowed: membership constraints (§V-A): the target is in at most m of
@@ -46,7 +46,7 @@
 // compositions are compose's upper values (at most a relative 1e-12 above the optimum,
 // see compose), and closed forms evaluated here in float64 are moved up by a relative
 // 1e-12. Invalid parameters are *dpkit.ParamError; a δ no analysis can reach is an error
-// matching dpkit.ErrInfeasible. The errata for seed 004 (docs/errata.md items 1–6) are
+// matching dpkit.ErrInfeasible. The errata for HBW (docs/errata.md items 1–6) are
 // applied throughout: index typos of §V-A, the bounded case of parallel composition
 // (2m), the generic comparisons of Example 3.
 package gce

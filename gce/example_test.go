@@ -8,7 +8,7 @@ import (
 	"github.com/dpkit/dpkit/gce"
 )
 
-// Seed 004's hospitals: 1000 databases, each answered once by a (0.01, 0)-DP release;
+// HBW's hospitals: 1000 databases, each answered once by a (0.01, 0)-DP release;
 // one person spends at most 365 nights a year in hospital.
 func ExampleAtMost() {
 	ms := []compose.Mech{{Epsilon: 0.01, Count: 1000}}
@@ -21,7 +21,7 @@ func ExampleAtMost() {
 	// bounded:     ε = 1.1513 (parallel 7.30)
 }
 
-// The counterexample of docs/errata.md (seed 004 item 1): the paper's recipe would
+// The counterexample of docs/errata.md (HBW item 1): the paper's recipe would
 // report ln(½e + ½) = 0.620, but the truth is 0.99997; the general rule gives 1.
 func ExampleHDP() {
 	ms := []compose.Mech{{Epsilon: 1, Count: 1}, {Epsilon: 10, Count: 1}}
@@ -54,7 +54,7 @@ func ExampleRefineTuples() {
 	// 00 — 10  weight 1/6
 }
 
-// The uniform-prior adversary (seed 004 §V-B) against 1000 × (0.01, 0): Theorem 3 with
+// The uniform-prior adversary (HBW §V-B) against 1000 × (0.01, 0): Theorem 3 with
 // the exact composition, and Cor. 7 (simple composition) for comparison.
 func ExampleUniformPrior() {
 	ms := []compose.Mech{{Epsilon: 0.01, Count: 1000}}

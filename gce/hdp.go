@@ -16,7 +16,7 @@ type Rule string
 
 const (
 	// PointMass is the rule for a pair in which one hypothesis is a point mass
-	// (docs/errata.md, seed 004 item 1): ε = ln Σ w_i e^{ε_i}, with every pair at the
+	// (docs/errata.md, HBW item 1): ε = ln Σ w_i e^{ε_i}, with every pair at the
 	// same δ, which is then the δ of the guarantee.
 	PointMass Rule = "point-mass"
 	// General is the rule for any pair: the guarantee curve is the weighted sum of the
@@ -36,7 +36,7 @@ type Pair struct {
 	Epsilon float64
 }
 
-// HDPResult is an (Epsilon, Delta)-hypothesis-DP guarantee (seed 004, Def. 3) for a pair
+// HDPResult is an (Epsilon, Delta)-hypothesis-DP guarantee (HBW, Def. 3) for a pair
 // of hypotheses: both inequalities (1) and (2) hold. Delta is the total δ asked for;
 // Epsilon is never below the value of the Rule that produced it.
 type HDPResult struct {
@@ -46,7 +46,7 @@ type HDPResult struct {
 	Pairs   []Pair // the coupling found by RefineTuples, in its order
 }
 
-// HDP returns an (ε, δ)-hypothesis-DP guarantee (seed 004, Def. 3) at total δ = delta
+// HDP returns an (ε, δ)-hypothesis-DP guarantee (HBW, Def. 3) at total δ = delta
 // for the sequence of mechanisms ms (entry ℓ stands for Count consecutive steps, k steps
 // in all, k ≤ MaxSteps) against an adversary testing hypothesis p0 against p1,
 // distributions over membership vectors of length k.
@@ -55,7 +55,7 @@ type HDPResult struct {
 // wⁱ. A pair's views differ only at the steps b0ⁱ ⊕ b1ⁱ (§V-B), whose optimal
 // composition (compose, KOV Thm 3.3; adaptive choice of mechanisms allowed, parameters
 // fixed in advance) gives its guarantee. Pairs are combined soundly
-// (docs/errata.md, seed 004 item 1 — the paper's general recipe ε = ln Σ wⁱ e^{εⁱ} is
+// (docs/errata.md, HBW item 1 — the paper's general recipe ε = ln Σ wⁱ e^{εⁱ} is
 // unsound when neither hypothesis is a point mass):
 //
 //	general (always valid):  ε = min{ ε : Σ_i wⁱ δ_{b0ⁱ⊕b1ⁱ}(ε) ≤ δ }

@@ -127,7 +127,7 @@ func TestRefineTuplesCoupling(t *testing.T) {
 	})
 }
 
-// docs/errata.md seed 004 item 1: two randomized-response steps with ε = 1 and 10,
+// docs/errata.md, HBW item 1: two randomized-response steps with ε = 1 and 10,
 // p0 = ½[(1,0)] + ½[(0,1)], p1 = ½[(0,0)] + ½[(0,1)]. RefineTuples matches (1,0)–(0,0)
 // (differ at step 1: ε = 1) and (0,1)–(0,1) (identical: ε = 0); the paper's recipe
 // ln(½e¹ + ½e⁰) = 0.620 is below the true ε at δ = 0, 0.99997 (computed here by

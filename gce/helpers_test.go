@@ -87,7 +87,7 @@ func trueEpsilon(a, b []float64, delta float64) float64 {
 }
 
 // homogeneousDelta is the exact δ(ε) of the k-fold composition of (eps0, 0)-DP
-// mechanisms, written literally from docs/errata.md seed 000 item 1 in float64,
+// mechanisms, written literally from docs/errata.md, KOV item 1 in float64,
 // independently of package compose (accurate to ~1e-13 relative for k ≤ 2000, ε0 ≤ 0.1:
 // no term overflows).
 func homogeneousDelta(eps0 float64, k int, eps float64) float64 {

@@ -9,7 +9,7 @@ import (
 	"github.com/dpkit/dpkit/compose"
 )
 
-// Relation is the neighbouring relation of a membership analysis (seed 004 §V-A).
+// Relation is the neighbouring relation of a membership analysis (HBW §V-A).
 type Relation int
 
 const (
@@ -48,7 +48,7 @@ type MembershipResult struct {
 	// Classic is the optimal composition of all k steps: the guarantee without the
 	// constraint (+Inf when Delta is below the floor 1 − Π(1 − δ_ℓ) of all steps).
 	Classic float64
-	// Parallel is the guarantee of parallel composition (McSherry; seed 004 Def. 5,
+	// Parallel is the guarantee of parallel composition (McSherry; HBW Def. 5,
 	// Thm 2 and §V-A1): s · max_ℓ ε_ℓ, s the largest symmetric difference of the merged
 	// databases (s = m unbounded, 2m bounded, m capped at k). It applies only to
 	// pure-DP workloads (every δ_ℓ = 0); ParallelApplies is false otherwise.
@@ -58,8 +58,8 @@ type MembershipResult struct {
 
 // AtMost returns the guarantee at total δ = delta when the target can be in at most m
 // of the k databases, where database ℓ is answered by one (ε_ℓ, δ_ℓ)-DP release (entry
-// ms[i] stands for Count such databases; seed 004 §V-A, Example 1 and 2, with
-// B̃ = {c : Σ_{i=1}^k c_i ≤ m}, docs/errata.md seed 004 item 3).
+// ms[i] stands for Count such databases; HBW §V-A, Example 1 and 2, with
+// B̃ = {c : Σ_{i=1}^k c_i ≤ m}, docs/errata.md, HBW item 3).
 //
 // Unbounded, the differing sets are all sets of at most m steps; bounded, all sets of at
 // most 2m (two vectors with m ones each at different places). Adding a step never
@@ -68,7 +68,7 @@ type MembershipResult struct {
 // of worstSubset (branch and bound with a decoupled bound and a dominance exchange rule)
 // finds the worst selection.
 //
-// Reference point (seed 004 Example 1, corrected numbers): 1000 × (0.01, 0), δ = 1e-6:
+// Reference point (HBW Example 1, corrected numbers): 1000 × (0.01, 0), δ = 1e-6:
 // classic 1.3654, m = 365 unbounded 0.7901 (bounded 1.1513), parallel 3.65 (7.3
 // bounded).
 func AtMost(ms []compose.Mech, m int64, rel Relation, delta float64, opts *compose.Options) (MembershipResult, error) {
@@ -107,8 +107,8 @@ func AtMost(ms []compose.Mech, m int64, rel Relation, delta float64, opts *compo
 }
 
 // Allowed returns the guarantee at total δ = delta when the membership vectors are
-// restricted to the explicit set allowed (seed 004 §V-A, Example 3; comparisons computed
-// generically from B̃, docs/errata.md seed 004 item 4): the largest optimal composition
+// restricted to the explicit set allowed (HBW §V-A, Example 3; comparisons computed
+// generically from B̃, docs/errata.md, HBW item 4): the largest optimal composition
 // over the differing sets supp(c), c ∈ allowed (Unbounded; the all-zero vector need not
 // be listed), or c ⊕ c', c, c' ∈ allowed (Bounded). steps has k ≤ MaxSteps steps in all;
 // every vector has length k. Every distinct differing multiset is composed once.

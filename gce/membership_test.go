@@ -13,8 +13,8 @@ import (
 	"github.com/dpkit/dpkit/compose"
 )
 
-// Seed 004 Example 1 with corrected numbers: 1000 hospitals, each (0.01, 0)-DP, δ = 1e-6.
-// Reference: homogeneousEpsilon, the exact curve of errata seed 000 item 1 summed in
+// HBW Example 1 with corrected numbers: 1000 hospitals, each (0.01, 0)-DP, δ = 1e-6.
+// Reference: homogeneousEpsilon, the exact curve of docs/errata.md KOV item 1 summed in
 // float64 independently of compose and inverted by bisection (relative 1e-13); the
 // comparison tolerance is 1e-9 relative, and the 4-digit values are those of the issue.
 func TestAtMostHospitals(t *testing.T) {
@@ -273,7 +273,7 @@ func TestAtMostProperties(t *testing.T) {
 	})
 }
 
-// Seed 004 Example 3 with the comparisons of docs/errata.md item 4: steps 1..k1 common,
+// HBW Example 3 with the comparisons of docs/errata.md item 4: steps 1..k1 common,
 // k1+1..k2 free-only, k2+1..k3 paid-only; B̃ = {c¹, c², 0⃗}. Unbounded compares c¹ and c²
 // with 0⃗; bounded adds c¹ vs c², which differ at k1+1..k3.
 func TestAllowedExample3(t *testing.T) {

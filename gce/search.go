@@ -24,7 +24,7 @@ type kind struct {
 // sorted by ε, then δ, decreasing.
 //
 //   - Bound. For any selection S of r steps out of a pool, δ_S(ε̃) = 1 − K_S + K_S·h_S(ε̃),
-//     K_S = Π_{ℓ∈S}(1 − δ_ℓ) and h_S the pure-ε part of the curve (errata, seed 000
+//     K_S = Π_{ℓ∈S}(1 − δ_ℓ) and h_S the pure-ε part of the curve (docs/errata.md, KOV
 //     item 2). h_S is at most h of the r largest ε values of the pool (each canonical
 //     pair dominates those with smaller ε), and K_S is at least K of the r largest δ
 //     values, so δ_S(ε̃) ≤ 1 − K_top(1 − h_top)(ε̃). That is the curve of the "decoupled"

@@ -10,13 +10,13 @@ import (
 
 // Subsample returns the guarantee of S_q(m): the mechanism m run on a Poisson subsample
 // that keeps each record with probability q ∈ (0, 1] (Balle–Barthe–Gaboardi 2018, Thm 8;
-// docs/errata.md seed 004 item 6):
+// docs/errata.md, HBW item 6):
 //
 //	(ε, δ) → (ln(1 + q(e^ε − 1)), qδ)
 //
 // Both directions of the pair (subsampled on x⁰ ∪ {x}, on x⁰) meet it. ε' is computed as
 // log1p(q·expm1(ε)) and moved up by a relative 1e-12; qδ is rounded up. The Count is
-// kept. With q = ½ this is the uniform-prior step of seed 004 §V-B:
+// kept. With q = ½ this is the uniform-prior step of HBW §V-B:
 // (ln((1 + e^ε)/2), δ/2).
 func Subsample(m compose.Mech, q float64) (compose.Mech, error) {
 	if err := m.Validate("mech"); err != nil {
@@ -41,23 +41,23 @@ func half(m compose.Mech) compose.Mech {
 // one; the remaining ones (total weight < 2^−64) share one dominating bound.
 const explicitComponents = 64
 
-// UniformResult is the guarantee against the uniform-prior adversary of seed 004 §V-B:
+// UniformResult is the guarantee against the uniform-prior adversary of HBW §V-B:
 // hypotheses p0 = δ_0⃗ (the target is in no database) and p1 = U(B \ {0⃗}) (in at least
 // one, no other knowledge), at total δ = Delta.
 type UniformResult struct {
 	// Epsilon is the smaller of Theorem3 and WorstCase (both are valid guarantees).
 	Epsilon float64
 	Delta   float64
-	// Theorem3 is seed 004 Thm 3 with the exact composition as CompGuarantee.
+	// Theorem3 is HBW Thm 3 with the exact composition as CompGuarantee.
 	Theorem3 float64
 	// WorstCase is the classic composition of all k steps (valid for every pair of
-	// hypotheses, seed 004 Thm 1); +Inf when Delta is below its floor.
+	// hypotheses, HBW Thm 1); +Inf when Delta is below its floor.
 	WorstCase float64
 }
 
 // UniformPrior returns the (ε, δ)-HDP guarantee at total δ = delta of the steps ms
 // (entry ℓ stands for Count consecutive steps, in order) against the uniform-prior
-// adversary (seed 004 §V-B), by Theorem 3 with the exact optimal composition:
+// adversary (HBW §V-B), by Theorem 3 with the exact optimal composition:
 //
 //	ε = ln[ 1/(2^k − 1) · Σ_{i=1}^k 2^{k−i} e^{ε̂_i} ],
 //	ε̂_i = CompGuarantee(M_i, S_½(M_{i+1}), …, S_½(M_k)) at δ,
@@ -65,7 +65,7 @@ type UniformResult struct {
 // (S_½: Subsample with q = ½). The proof splits B \ {0⃗} into B_i = {b : b_j = 0 for
 // j < i, b_i = 1}; under U(B_i) the steps before i agree with 0⃗, step i differs, and
 // the steps after i are subsampled. Every component is read at the same δ, so both δ
-// terms of the point-mass rule (docs/errata.md seed 004 items 1–2, which complete the
+// terms of the point-mass rule (docs/errata.md, HBW items 1–2, which complete the
 // truncated proof) equal δ.
 //
 // The first 64 components are composed one by one; the others (weight (2^{k−64} −
@@ -97,7 +97,7 @@ func UniformPrior(ms []compose.Mech, delta float64, opts *compose.Options) (Unif
 	return UniformResult{Epsilon: min(eps, worst), Delta: delta, Theorem3: eps, WorstCase: worst}, nil
 }
 
-// Corollary6 returns seed 004 Cor. 6 at total δ = delta: Theorem 3 with M_i composed
+// Corollary6 returns HBW Cor. 6 at total δ = delta: Theorem 3 with M_i composed
 // simply with the rest,
 //
 //	ε = ln[ 1/(2^k − 1) · Σ_i 2^{k−i} e^{ε_i + ε̂_i} ],  ε̂_i = CompGuarantee(S_½(M_{i+1}), …, S_½(M_k)),
@@ -199,7 +199,7 @@ func uniformCombine(ms []compose.Mech, k int64, comp func(step compose.Mech, res
 	return weightedLogMeanExp(eps, ws), nil
 }
 
-// UniformPriorSimple returns the guarantee of seed 004 eq. (3)/(4) against the uniform
+// UniformPriorSimple returns the guarantee of HBW eq. (3)/(4) against the uniform
 // prior: each vector b is compared with 0⃗ by simple composition, (ε_b, δ_b) =
 // (Σ_{i∈b} ε_i, Σ_{i∈b} δ_i), and combined by the point-mass rule (docs/errata.md seed
 // 004 item 1):
@@ -237,7 +237,7 @@ func UniformPriorSimple(ms []compose.Mech) (dpkit.Budget, error) {
 	return dpkit.Budget{Epsilon: up(eps), Delta: min(1, up(delta))}, nil
 }
 
-// Corollary7 returns seed 004 Cor. 7, the uniform-prior guarantee of k steps, each
+// Corollary7 returns HBW Cor. 7, the uniform-prior guarantee of k steps, each
 // (eps, delta)-DP, by simple composition and subsampling with q = ½:
 //
 //	ε = ln[ ((e^ε' + 1)^k − 1) / (2^k − 1) ],   δ = 2^{k−1}/(2^k − 1) · k δ'

@@ -92,7 +92,7 @@ func TestUniformPriorSimpleEnumeration(t *testing.T) {
 	})
 }
 
-// Theorem 3 with simple composition as CompGuarantee is Cor. 7 (seed 004, proof of Cor. 7):
+// Theorem 3 with simple composition as CompGuarantee is Cor. 7 (HBW, proof of Cor. 7):
 // ε̂_i = ε + (k−i)·ln((1+e^ε)/2). Checked through the same combination code UniformPrior
 // uses (including the tail bound for k > 64), to 1e-11 relative.
 func TestTheorem3BasicIsCorollary7(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 const MaxSteps = 1 << 16
 
 // Vector is a membership vector b ∈ {0,1}^k of the generalized composition experiment
-// (seed 004, Alg. 2): b[i] reports whether step i runs on the database x_i¹ that holds
+// (HBW, Alg. 2): b[i] reports whether step i runs on the database x_i¹ that holds
 // the target's record (true) or on its neighbour x_i⁰ without it (false).
 type Vector []bool
 
@@ -63,7 +63,7 @@ func (b Vector) Ones() int {
 }
 
 // Differ returns the steps at which b and c differ (b ⊕ c). Only these steps help an
-// adversary tell V^b from V^c (seed 004 §V-B: outputs of the steps where the vectors
+// adversary tell V^b from V^c (HBW §V-B: outputs of the steps where the vectors
 // coincide have the same distribution under both).
 func Differ(b, c Vector) []int {
 	var d []int
@@ -75,14 +75,14 @@ func Differ(b, c Vector) []int {
 	return d
 }
 
-// Tuple is one weighted membership vector (b, w) of RefineTuples (seed 004, App. A).
+// Tuple is one weighted membership vector (b, w) of RefineTuples (HBW, App. A).
 type Tuple struct {
 	B Vector
 	W *big.Rat
 }
 
 // Hypothesis is a distribution over membership vectors, as the set of tuples
-// T = {(b, p(b)) : b ∈ supp(p)} of seed 004 (proof of Thm 1).
+// T = {(b, p(b)) : b ∈ supp(p)} of HBW (proof of Thm 1).
 type Hypothesis []Tuple
 
 // Point returns the hypothesis that puts all its mass on b.
@@ -122,14 +122,14 @@ func (h Hypothesis) Validate(name string, k int) error {
 	return nil
 }
 
-// RefineTuples is Algorithm 3 of seed 004 (App. A) in exact rational arithmetic. Given
+// RefineTuples is Algorithm 3 of HBW (App. A) in exact rational arithmetic. Given
 // the tuple sets T0 and T1 of two distributions, it splits tuples until they can be
 // matched one to one with equal weights: it returns U0 and U1 of the same length with
 // U0[i].W = U1[i].W, such that the U0 weights of each vector add up to its weight in
 // T0, and likewise for U1 and T1. In other words the pairs (U0[i].B, U1[i].B) with
 // weights U0[i].W are a coupling of the two distributions.
 //
-// Both sets are queues (first in, first out; docs/errata.md, seed 004 item 5): each
+// Both sets are queues (first in, first out; docs/errata.md, HBW item 5): each
 // step takes the first tuple of each, matches the smaller weight w, and appends the
 // remainder of the larger one, if it is not zero, to the back of its queue. The inputs
 // are not modified. T0 and T1 must have equal total weight (a *dpkit.ParamError

@@ -1,6 +1,6 @@
 // Package ldp implements local differential privacy: privatization matrices, the
 // mechanisms that the thesis of Kairouz ("The Fundamental Limits of Statistical Data
-// Privacy", seed 003, ch. 3) proves optimal, the staircase-pattern linear program that
+// Privacy", Kairouz's thesis, ch. 3) proves optimal, the staircase-pattern linear program that
 // finds the optimal mechanism for any sublinear utility, and frequency oracles with
 // unbiased estimators.
 //

@@ -1,7 +1,8 @@
-// Package mechanism implements the basic differentially private mechanisms of seed 002
-// (slides: Laplace and exponential mechanisms, smooth sensitivity), seed 000 §4 and the
+// Package mechanism implements the basic differentially private mechanisms of Zhipeng
+// Cai's "Differential Privacy" lecture slides (Laplace and exponential mechanisms, smooth
+// sensitivity), of Kairouz, Oh and Viswanath (KOV) §4 and of the
 // thesis (staircase, Gaussian, geometric, randomized response with the (ε, δ) 4-output
-// form of seed 000 eq. 16), report-noisy-max and the smooth-sensitivity median.
+// form of KOV eq. 16), report-noisy-max and the smooth-sensitivity median.
 //
 // Each mechanism is built by a validating constructor (NewLaplace(LaplaceOptions{…}))
 // whose privacy-relevant fields (ε, δ, sensitivity) are required and never defaulted,

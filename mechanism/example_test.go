@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleNewLaplace() {
-	// Seed 002: a count (Δ = 1) released with ε = 0.1.
+	// The lecture slides: a count (Δ = 1) released with ε = 0.1.
 	m, _ := mechanism.NewLaplace(mechanism.LaplaceOptions{Epsilon: 0.1, Sensitivity: 1})
 	w, _ := m.Interval(0.05)
 	fmt.Println("guarantee:", m.Guarantee())

@@ -21,7 +21,7 @@ type ExponentialOptions struct {
 // spends 2^−62 of ε on rounding (see Exponential), at most 2^−22 of ε from this value on.
 const MinExponentialEpsilon = 0x1p-40
 
-// Exponential is the exponential mechanism (McSherry and Talwar 2007; seed 002,
+// Exponential is the exponential mechanism (McSherry and Talwar 2007; the lecture slides,
 // "Exponential mechanism"): it selects r with probability ∝ exp(ε u(D, r)/(2Δu)) and is
 // ε-DP. What is released is exactly the following mechanism, whose privacy loss is
 // proven ≤ ε for every finite utility vector, however large (rounding included):
@@ -228,7 +228,7 @@ func (m *Exponential) Probabilities(utilities []float64) ([]float64, error) {
 	return p, nil
 }
 
-// UtilityBound returns the accuracy bound of seed 002 ("Accuracy of the exponential
+// UtilityBound returns the accuracy bound of the lecture slides ("Accuracy of the exponential
 // mechanism") for the released distribution: with probability at least 1 − β the
 // selected r has u(D, r) > OPT − gap for n candidates, where
 //

@@ -79,7 +79,7 @@ func (m *Geometric) Release(value int64, src noise.Source) int64 {
 }
 
 // Pair returns the pair of output distributions that defines the mechanism's privacy
-// region when Δ = 1: by seed 000 Thm 4.4 (App. C) it is the region of the canonical
+// region when Δ = 1: by KOV Thm 4.4 (App. C) it is the region of the canonical
 // binary pair with (ε, 0), region.Canonical. For Δ > 1 it returns a *dpkit.ParamError.
 func (m *Geometric) Pair() (*region.Pair, error) {
 	if m.sens != 1 {

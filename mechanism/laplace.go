@@ -14,7 +14,7 @@ type LaplaceOptions struct {
 	Dimension   int     // number of coordinates released together; 0 means 1
 }
 
-// Laplace is the Laplace mechanism (seed 002, "Laplace mechanism"): f(D) + (Y_1, …, Y_k)
+// Laplace is the Laplace mechanism (the lecture slides, "Laplace mechanism"): f(D) + (Y_1, …, Y_k)
 // with Y_i i.i.d. Lap(b), b = Δf/ε, where Δf is the ℓ1 sensitivity of f. It is ε-DP.
 // Noise is generated securely (package noise, SecureLaplace): the release lies on a grid
 // of spacing Granularity(), and the grid noise has scale NoiseScale() ≥ b.
@@ -76,7 +76,7 @@ func (m *Laplace) Sampler() *noise.SecureLaplace { return m.s }
 func (m *Laplace) Variance() float64 { return m.s.Variance() }
 
 // Interval returns the half-width w of the (1−β) interval of one coordinate's noise:
-// Pr[|Y| ≥ w] ≤ β. For Lap(b), Pr[|Y| ≥ t·b] = e^(−t) (seed 002), so w = b·ln(1/β);
+// Pr[|Y| ≥ w] ≤ β. For Lap(b), Pr[|Y| ≥ t·b] = e^(−t) (the lecture slides), so w = b·ln(1/β);
 // for the grid noise the exact discrete tail P(|Z| ≥ m) = 2q^m/(1+q) is used, which
 // gives w = m·g with m the smallest integer meeting β.
 func (m *Laplace) Interval(beta float64) (float64, error) {
@@ -100,7 +100,7 @@ func (m *Laplace) tail(beta float64) float64 {
 }
 
 // VectorBound returns w such that Pr[max_i |Y_i| ≥ w] ≤ β for the k coordinates: the
-// union bound of seed 002, w = b·ln(k/β) (each coordinate at level β/k).
+// union bound of the lecture slides, w = b·ln(k/β) (each coordinate at level β/k).
 func (m *Laplace) VectorBound(beta float64) (float64, error) {
 	if err := checkBeta(beta); err != nil {
 		return 0, err

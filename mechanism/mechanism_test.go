@@ -248,7 +248,7 @@ func TestExponential(t *testing.T) {
 		t.Errorf("Select χ² = %v > %v", stat, crit)
 	}
 	gap, _ := m.UtilityBound(5, 0.05)
-	// seed 002: (2Δ/ε)(ln n + ln(1/β)); the quantized mechanism adds one grid step h and
+	// the lecture slides: (2Δ/ε)(ln n + ln(1/β)); the quantized mechanism adds one grid step h and
 	// a relative 2^−40 (D·h/Δ), so the bound lies within 1e-9 relative above it.
 	if want := 2 * (math.Log(5) + math.Log(20)); gap < want || gap > want*(1+1e-9) {
 		t.Errorf("UtilityBound = %v, want %v (+ ≤ 1e-9 relative)", gap, want)
@@ -325,14 +325,14 @@ func draws(long, short int) int {
 	return long
 }
 
-// TestMedian: calibrations follow errata 002 item 3, releases stay in bounds, and the
+// TestMedian: calibrations follow docs/errata.md, slides item 3, releases stay in bounds, and the
 // release concentrates near the median for a large, well-spread dataset.
 func TestMedian(t *testing.T) {
 	m, err := NewMedian(MedianOptions{Epsilon: 1, Lower: 0, Upper: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// heavy tail: α = β = ε/(2(γ+1)) = 0.1 (errata 002 item 3), α/(1 + 2^−29) and
+	// heavy tail: α = β = ε/(2(γ+1)) = 0.1 (docs/errata.md, slides item 3), α/(1 + 2^−29) and
 	// β − 2^−37 after the rounding allowances (tolerance 2^−26 relative).
 	if m.Gamma() != 4 || m.Alpha() > 0.1 || m.Alpha() < 0.1*(1-0x1p-26) || m.Beta() > 0.1-0x1p-37 || m.Beta() < 0.1*(1-0x1p-26) {
 		t.Errorf("heavy-tail calibration α=%v β=%v γ=%v", m.Alpha(), m.Beta(), m.Gamma())

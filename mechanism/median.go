@@ -19,7 +19,7 @@ type MedianOptions struct {
 }
 
 // Median releases the median of values in [Lower, Upper] with noise calibrated to its
-// smooth sensitivity (Nissim, Raskhodnikova and Smith 2007; seed 002 with docs/errata.md
+// smooth sensitivity (Nissim, Raskhodnikova and Smith 2007; the lecture slides with docs/errata.md
 // 002 items 2–3), for datasets of a public size under replace-one neighbours.
 //
 // # Output grid (data-independent)
@@ -55,7 +55,7 @@ type MedianOptions struct {
 //
 // Beta() is the β passed to the smooth sensitivity: β̂ minus the rounding allowances.
 // This is the discrete counterpart of NRS Lemma 2.9 and costs a slightly smaller β than
-// errata 002 item 3's ε/(2 ln(2/δ)).
+// docs/errata.md, slides item 3's ε/(2 ln(2/δ)).
 //
 // # δ = 0: heavy-tailed noise; what is and is not exact
 //

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The empirical privacy check of KOV (seed 000) Thm 2.1: a mechanism is (ε, δ)-DP iff,
+// The empirical privacy check of KOV Thm 2.1: a mechanism is (ε, δ)-DP iff,
 // for every pair of neighbouring inputs and every test, the false-alarm and
 // missed-detection probabilities (P_FA, P_MD) lie in the privacy region
 //

@@ -108,19 +108,19 @@ func (m *RandomizedResponse) Release(value int, src noise.Source) (int, error) {
 	}
 }
 
-// RandomizedResponse4Options configures the (ε, δ) randomized response of seed 000 eq. (16).
+// RandomizedResponse4Options configures the (ε, δ) randomized response of KOV eq. (16).
 type RandomizedResponse4Options struct {
 	Epsilon float64 // required, finite and ≥ 0
 	Delta   float64 // required, in [0, 1]
 }
 
-// RandomizedResponse4 is the (ε, δ) randomized response of a bit (KOV, seed 000 eq. 16):
+// RandomizedResponse4 is the (ε, δ) randomized response of a bit (KOV eq. 16):
 //
 //	x = 0:  0 w.p. δ,  1 w.p. (1−δ)e^ε/(1+e^ε),  2 w.p. (1−δ)/(1+e^ε),  3 w.p. 0
 //	x = 1:  0 w.p. 0,  1 w.p. (1−δ)/(1+e^ε),  2 w.p. (1−δ)e^ε/(1+e^ε),  3 w.p. δ
 //
 // Its privacy region is exactly R(ε, δ) (it is the canonical pair of eq. 17/18), and it
-// is universally optimal for multi-party bit computations (seed 000 Thm 5.1).
+// is universally optimal for multi-party bit computations (KOV Thm 5.1).
 type RandomizedResponse4 struct {
 	eps, delta float64
 	num, den   uint64

@@ -24,7 +24,7 @@ type StaircaseOptions struct {
 	Cost        Cost    // objective for γ (default CostL2)
 }
 
-// Staircase is the staircase mechanism (Geng and Viswanath 2012; seed 000 §4.1; thesis
+// Staircase is the staircase mechanism (Geng and Viswanath 2012; KOV §4.1; thesis
 // §2.3, eq. (2.8)): the optimal ε-DP noise for a real query of sensitivity Δ, with a
 // piecewise-constant density whose steps decay by e^(−ε) every Δ. It beats Laplace noise
 // for large ε (variance Θ(e^(−2ε/3)) against 2/ε², thesis Cor 2.3.2). Noise is exact on a

@@ -6,7 +6,7 @@ import (
 	"github.com/dpkit/dpkit/internal/numeric"
 )
 
-// AverageAccuracy returns the largest average accuracy (seed 000 eq. 9 with the 0/1
+// AverageAccuracy returns the largest average accuracy (KOV eq. 9 with the 0/1
 // accuracy measure: the probability of a correct answer when x is uniform on {0,1}^k)
 // of the central observer for f under the protocol, attained by the Bayes rule of
 // eq. (13), [Rule.Decide]:
@@ -94,7 +94,7 @@ func (pr *Protocol) butterfly(v []float64, free []int) {
 	}
 }
 
-// Rule is the Bayes decision rule of seed 000 eq. (13) for the central observer, for
+// Rule is the Bayes decision rule of KOV eq. (13) for the central observer, for
 // the 0/1 accuracy measure and uniformly distributed inputs.
 type Rule struct {
 	pr  *Protocol

@@ -1,11 +1,11 @@
 // Package multiparty implements differentially private multi-party computation of a
-// function of k private bits (Kairouz–Oh–Viswanath, seed 000 §5 and App. D; thesis
-// seed 003 ch. 4): each party i holds a bit x_i and broadcasts a randomized version of
+// function of k private bits (Kairouz–Oh–Viswanath, §5 and App. D; thesis
+// ch. 4): each party i holds a bit x_i and broadcasts a randomized version of
 // it; a central observer who hears every message estimates f(x_1, …, x_k).
 //
-// The randomized-response protocol of seed 000 eq. (16) ([Protocol]) is optimal for
+// The randomized-response protocol of KOV eq. (16) ([Protocol]) is optimal for
 // every function, every accuracy measure, heterogeneous (ε_i, δ_i), and both average and
-// worst-case accuracy, among all interactive protocols (seed 000 Thm 5.1, thesis Thm
+// worst-case accuracy, among all interactive protocols (KOV Thm 5.1, thesis Thm
 // 4.4.1). What remains is the observer's decision:
 //
 //   - [AverageAccuracy] computes the Bayes rule of eq. (13) and its exact average
@@ -25,5 +25,5 @@
 // Transcript symbols follow eq. (16): party i broadcasts 0 ("my bit is 0", revealed with
 // probability δ_i), 1 (a noisy 0), 2 (a noisy 1) or 3 ("my bit is 1", revealed). The
 // thesis's printing of the same protocol, eq. (4.8), has a wrong case label (docs/
-// errata.md, thesis item 4); seed 000's eq. (16) is correct.
+// errata.md, thesis item 4); KOV's eq. (16) is correct.
 package multiparty

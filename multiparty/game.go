@@ -7,7 +7,7 @@ import (
 	"github.com/dpkit/dpkit/internal/numeric"
 )
 
-// game is the matrix game behind the worst-case program (seed 000 eq. 14): rows are
+// game is the matrix game behind the worst-case program (KOV eq. 14): rows are
 // inputs x (or classes of inputs) with the answer f(x), columns are transcripts t (or
 // classes of transcripts), and a(x, t) = P(t | x), each row a distribution. A rule is
 // a flat slice q[t·ny + y] = P(answer y | t); a prior is a slice π[x].

@@ -9,7 +9,7 @@ import (
 
 // revealGame is the two-output game of ipmGame restricted to a set R of inputs and to
 // the transcripts of the most probable reveal patterns, organised by which parties
-// revealed their bits (seed 000 eq. 16: party i's symbol 0 or 3 reveals x_i, with
+// revealed their bits (KOV eq. 16: party i's symbol 0 or 3 reveals x_i, with
 // probability δ_i whatever x_i).
 //
 // Given the set S of revealing parties (always those with δ_i = 1, never those with

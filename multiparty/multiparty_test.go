@@ -31,7 +31,7 @@ func mustProtocol(t testing.TB, eps, delta []float64) *Protocol {
 	return pr
 }
 
-// bruteAverage evaluates seed 000 eq. (13)/(9) literally: 2^(−k) Σ_τ max_y Σ_{x:f(x)=y}
+// bruteAverage evaluates KOV eq. (13)/(9) literally: 2^(−k) Σ_τ max_y Σ_{x:f(x)=y}
 // P(τ|x), enumerating every transcript τ ∈ {0,1,2,3}^k (including those of probability
 // zero) and every input x.
 func bruteAverage(pr *Protocol, f Function) float64 {

@@ -12,7 +12,7 @@ import (
 // entries, and the Bayes rule costs O(k 4^k) when every δ_i > 0.
 const MaxParties = 12
 
-// Transcript symbols of one party (seed 000 eq. 16).
+// Transcript symbols of one party (KOV eq. 16).
 const (
 	Reveal0 = 0 // "my bit is 0", with probability δ_i when x_i = 0
 	Noisy0  = 1 // a noisy report of 0
@@ -20,7 +20,7 @@ const (
 	Reveal1 = 3 // "my bit is 1", with probability δ_i when x_i = 1
 )
 
-// Protocol is the randomized-response protocol of seed 000 eq. (16) for k parties with
+// Protocol is the randomized-response protocol of KOV eq. (16) for k parties with
 // privacy levels (ε_i, δ_i): party i broadcasts x̃_i with
 //
 //	P(x̃=0 | 0) = δ_i,                     P(x̃=0 | 1) = 0,
@@ -29,7 +29,7 @@ const (
 //	P(x̃=3 | 0) = 0,                        P(x̃=3 | 1) = δ_i.
 //
 // Its privacy region for party i is exactly R(ε_i, δ_i), so it is (ε_i, δ_i)-DP for
-// party i and dominates every other protocol (seed 000 App. D, Thm D.1).
+// party i and dominates every other protocol (KOV App. D, Thm D.1).
 type Protocol struct {
 	parties []dpkit.Budget
 	p       []float64 // e^ε_i/(1+e^ε_i)

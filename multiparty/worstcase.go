@@ -46,7 +46,7 @@ const (
 	gapTol    = 1e-12
 )
 
-// WorstCase is the answer of the worst-case program (seed 000 eq. 14) with a
+// WorstCase is the answer of the worst-case program (KOV eq. 14) with a
 // certificate: an explicit rule attaining Accuracy, and a prior on the inputs whose Bayes
 // accuracy is UpperBound, so that
 //
@@ -89,9 +89,9 @@ func (w *WorstCase) Decide(tau []int) []float64 {
 	return w.decide(tau)
 }
 
-// WorstCaseAccuracy returns the largest worst-case accuracy (seed 000 eq. 11 with the
+// WorstCaseAccuracy returns the largest worst-case accuracy (KOV eq. 11 with the
 // 0/1 measure) of the central observer for f, with a randomized rule attaining it and a
-// prior certifying it, by solving the linear program of seed 000 eq. (14)
+// prior certifying it, by solving the linear program of KOV eq. (14)
 //
 //	maximize z  subject to  Σ_τ P(τ|x) Q(τ, f(x)) ≥ z for every x,
 //	                        Σ_y Q(τ, y) = 1 for every τ,  Q ≥ 0,
@@ -405,7 +405,7 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 	return cert
 }
 
-// bayesRule returns the deterministic Bayes rule for the prior pi (seed 000 eq. 13 with
+// bayesRule returns the deterministic Bayes rule for the prior pi (KOV eq. 13 with
 // the prior in place of the uniform one).
 func bayesRule(g game, pi []float64) []float64 {
 	_, nt, ny := g.size()

@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// referenceLP solves seed 000 eq. (14) literally on the full transcript set with
+// referenceLP solves KOV eq. (14) literally on the full transcript set with
 // gonum's dense simplex method (the package's former solver): independent of the
 // symmetry reduction, the Kronecker products and the bounded simplex.
 func referenceLP(pr *Protocol, f Function) (float64, error) {
@@ -55,7 +55,7 @@ func referenceLP(pr *Protocol, f Function) (float64, error) {
 }
 
 // bruteCertificate evaluates the returned rule and prior by enumerating every transcript
-// in {0,1,2,3}^k and every input (seed 000 eq. 11 and the dual objective).
+// in {0,1,2,3}^k and every input (KOV eq. 11 and the dual objective).
 func bruteCertificate(pr *Protocol, f Function, wc *WorstCase) (lower, upper float64) {
 	k := pr.Parties()
 	n := 1

@@ -10,7 +10,7 @@ import (
 
 // HeavyTail is the distribution with density h(z) ∝ 1/(1 + |z|^γ), γ > 1, used with
 // smooth sensitivity to give pure ε-DP (Nissim, Raskhodnikova and Smith 2007, Lemma 2.10;
-// seed 002, errata 002 item 3). Its normaliser is 2(π/γ)/sin(π/γ), and
+// the lecture slides, docs/errata.md, slides item 3). Its normaliser is 2(π/γ)/sin(π/γ), and
 // U = |Z|^γ/(1 + |Z|^γ) has the Beta(1/γ, 1 − 1/γ) distribution, which gives the CDF.
 //
 // Sampling is in floating point (rejection from a uniform-plus-Pareto envelope with

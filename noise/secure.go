@@ -81,7 +81,7 @@ func checkGrid(k int, name string, v float64) error {
 }
 
 // SecureLaplace adds discrete Laplace noise on a power-of-two grid: the secure form of
-// the Laplace mechanism with sensitivity Δ and privacy ε (seed 002, "Laplace
+// the Laplace mechanism with sensitivity Δ and privacy ε (the lecture slides, "Laplace
 // mechanism"; snapping as described above).
 //
 // With grid sensitivity D = ⌈Δ/g⌉ and grid scale t = ⌈D/ε⌉, the noise is

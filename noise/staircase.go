@@ -6,8 +6,8 @@ import (
 	"github.com/dpkit/dpkit"
 )
 
-// Staircase is the staircase distribution of Geng and Viswanath (2012), seed 000 §4.1 and
-// the thesis (seed 003) §2.3, eq. (2.8) with d = 1: for ε > 0, period Δ and γ ∈ [0, 1],
+// Staircase is the staircase distribution of Geng and Viswanath (2012), KOV §4.1 and
+// the thesis §2.3, eq. (2.8) with d = 1: for ε > 0, period Δ and γ ∈ [0, 1],
 //
 //	f(x) = e^(−kε)·a        for |x| ∈ [kΔ, (k+γ)Δ),
 //	f(x) = e^(−(k+1)ε)·a    for |x| ∈ [(k+γ)Δ, (k+1)Δ),    k = 0, 1, …,

@@ -10,7 +10,7 @@ import (
 	"github.com/dpkit/dpkit/sensitivity"
 )
 
-// Seed 002's salary table: valid salaries are [10000, 100000].
+// The lecture slides' salary table: valid salaries are [10000, 100000].
 const salaries = `name,dept,salary
 Alice,eng,50000
 Bob,ops,20000

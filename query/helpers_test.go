@@ -7,7 +7,7 @@ import (
 	"github.com/dpkit/dpkit/sensitivity"
 )
 
-// salarySchema is seed 002's salary table: names and salaries in [10000, 100000].
+// salarySchema is the lecture slides' salary table: names and salaries in [10000, 100000].
 func salarySchema() Schema {
 	return Schema{Columns: []Column{
 		{Name: "name", Type: String},

@@ -51,7 +51,7 @@ var secure = noise.Secure()
 //
 //   - COUNT(*), HISTOGRAM, COUNT(*) GROUP BY: the discrete Laplace (two-sided geometric)
 //     mechanism, P(Z = z) ∝ e^(−|z|·ε/Δ₁), on every count, Δ₁ the ℓ1 sensitivity of the
-//     vector of counts (seed 002 "Laplace mechanism" for integer-valued queries; exact
+//     vector of counts (the lecture slides "Laplace mechanism" for integer-valued queries; exact
 //     sampler noise.DiscreteLaplace). Counts stay integers; they may be negative.
 //   - SUM: the secure Laplace mechanism (noise.SecureLaplace: value snapped to a power-of-
 //     two grid g, exact discrete Laplace noise on the grid) with scale ≈ Δ₁/ε. For a
@@ -60,7 +60,7 @@ var secure = noise.Secure()
 //   - AVG: ε/2 on the centred sum (SUM rule) and ε/2 on the count (COUNT rule); the
 //     release is c + s̃/max(ñ, 1), clamped to [lo, hi] (post-processing). CI95 combines
 //     the 97.5% intervals of both noises (union bound).
-//   - MEDIAN, QUANTILE(p): the exponential mechanism (seed 002; McSherry–Talwar 2007) over
+//   - MEDIAN, QUANTILE(p): the exponential mechanism (the lecture slides; McSherry–Talwar 2007) over
 //     the grid points of [lo, hi] (the integers for Int columns, the multiples of γ for
 //     Float columns) with utility u(y) = −|#{x_i < y} − p·n| and Δu from the plan, run in
 //     Smith's (2011) form: the points between consecutive data values share a utility,

@@ -114,7 +114,7 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 	})
 }
 
-// TestSensitivityValues pins the planned sensitivities of seed 002's examples:
+// TestSensitivityValues pins the planned sensitivities of the lecture slides' examples:
 // counting flu records has sensitivity 1, and the total of salaries in
 // [10000, 100000] has sensitivity 100000 under add/remove (the slide's 90000 =
 // hi − lo is for replace-one), plus the documented rounding slack of 2^-18·B.

@@ -15,7 +15,7 @@ func down(x float64) float64 { return math.Nextafter(x, 0) }
 //	f(D) + (S(D)/α)·η,   η with density ∝ 1/(1+|z|^γ),
 //
 // ε-differentially private, when S is a β-smooth upper bound on the local sensitivity of
-// f (NRS 2007, Lemma 2.10 and Thm 2.7; seed 002 corrected by docs/errata.md 002 item 3):
+// f (NRS 2007, Lemma 2.10 and Thm 2.7; the lecture slides corrected by docs/errata.md, slides item 3):
 //
 //	α = β = ε/(2(γ+1)),   γ > 1.
 //
@@ -40,8 +40,8 @@ func HeavyTailCalibration(eps, gamma float64) (alpha, beta float64, err error) {
 //	f(D) + (S(D)/α)·η,   η ~ Laplace(1),
 //
 // (ε, δ)-differentially private, when S is a β-smooth upper bound on the local
-// sensitivity of f (NRS 2007, Lemma 2.9 and Thm 2.7; seed 002 corrected by
-// docs/errata.md 002 item 3):
+// sensitivity of f (NRS 2007, Lemma 2.9 and Thm 2.7; the lecture slides corrected by
+// docs/errata.md, slides item 3):
 //
 //	α = ε/2,   β = ε/(2 ln(2/δ)),   δ ∈ (0, 1).
 //

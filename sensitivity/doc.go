@@ -1,9 +1,9 @@
 // Package sensitivity computes how much one privacy unit can change a query's answer:
 // the global sensitivity of counts, sums, means and histograms with declared bounds
-// (seed 002, "Global sensitivity"; docs/errata.md 002 item 7), the local sensitivity of
+// (the lecture slides, "Global sensitivity"; docs/errata.md, slides item 7), the local sensitivity of
 // the median, and the smooth sensitivity of the median (Nissim, Raskhodnikova and Smith
-// 2007, with the corrected formula of docs/errata.md 002 item 2) together with the two
-// noise calibrations that make a smooth bound private (errata 002 item 3).
+// 2007, with the corrected formula of docs/errata.md, slides item 2) together with the two
+// noise calibrations that make a smooth bound private (docs/errata.md, slides item 3).
 //
 // # Neighbours
 //

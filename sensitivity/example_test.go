@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleSum() {
-	// Salaries clamped to [10000, 100000] (seed 002's example), one row per person.
+	// Salaries clamped to [10000, 100000] (the lecture slides' example), one row per person.
 	ar, _ := sensitivity.Sum(sensitivity.AddRemove, 10000, 100000, 1)
 	r1, _ := sensitivity.Sum(sensitivity.ReplaceOne, 10000, 100000, 1)
 	fmt.Println(ar, r1)
@@ -21,7 +21,7 @@ func ExampleHistogram() {
 }
 
 func ExampleSmoothMedian() {
-	// Seed 002's worked example: D = (1, …, 9) in [0, 10]. At β = 0.1 the maximum is
+	// The lecture slides' worked example: D = (1, …, 9) in [0, 10]. At β = 0.1 the maximum is
 	// reached by moving all 9 values (the pair x_0 = 0, x_10 = 10): 10·e^(−0.9).
 	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
 	ls, _ := sensitivity.LocalMedian(xs, 0, 10)

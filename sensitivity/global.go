@@ -89,7 +89,7 @@ func finite(s float64, name string, value any) (float64, error) {
 }
 
 // Count returns the ℓ1 (= ℓ2) global sensitivity of the number of rows that satisfy a
-// predicate, when one unit contributes at most maxRows rows (seed 002, "count queries
+// predicate, when one unit contributes at most maxRows rows (the lecture slides, "count queries
 // have sensitivity 1"):
 //
 //	Δ = maxRows   under both AddRemove and ReplaceOne
@@ -107,7 +107,7 @@ func Count(nb Neighbour, maxRows int) (float64, error) {
 }
 
 // Sum returns the ℓ1 (= ℓ2) global sensitivity of a sum of values clamped to [lo, hi],
-// when one unit contributes between 1 and maxRows = m rows (seed 002):
+// when one unit contributes between 1 and maxRows = m rows (the lecture slides):
 //
 //	AddRemove:   Δ = m · max(|lo|, |hi|)
 //	ReplaceOne:  Δ = smax − smin,  smax = m·hi if hi ≥ 0 else hi,  smin = m·lo if lo < 0 else lo
@@ -183,7 +183,7 @@ func Mean(nb Neighbour, lo, hi float64, maxRows, minRows int) (float64, error) {
 
 // Histogram returns the ℓ1 and ℓ2 global sensitivities of a histogram (counts of rows
 // per bin, bins fixed in advance) when one unit contributes at most maxRows = m rows
-// (seed 002, corrected by docs/errata.md 002 item 7):
+// (the lecture slides, corrected by docs/errata.md, slides item 7):
 //
 //	AddRemove:   ℓ1 = m,   ℓ2 = m        (all m rows may fall in one bin)
 //	ReplaceOne:  ℓ1 = 2m,  ℓ2 = √2 · m   (m rows leave one bin and m enter another)

@@ -48,7 +48,7 @@ func checkInterval(lower, upper float64) error {
 func MedianIndex(n int) int { return (n + 1) / 2 }
 
 // padded returns x_i for the sorted values s (1-based i), with x_i = lower for i < 1
-// and upper for i > n (errata 002 item 2).
+// and upper for i > n (docs/errata.md, slides item 2).
 func padded(s []float64, i int, lower, upper float64) float64 {
 	switch {
 	case i < 1:
@@ -70,7 +70,7 @@ func Median(xs []float64, lower, upper float64) (float64, error) {
 }
 
 // LocalMedian returns the local sensitivity of the median at xs under ReplaceOne with
-// values clamped to [lower, upper] (seed 002, "Local sensitivity"; NRS 2007 §3.1):
+// values clamped to [lower, upper] (the lecture slides, "Local sensitivity"; NRS 2007 §3.1):
 //
 //	LS(D) = max(x_m − x_{m−1}, x_{m+1} − x_m)
 //
@@ -100,8 +100,8 @@ func diffUp(a, b float64) float64 {
 const smoothSlack = 0x1p-40
 
 // SmoothMedian returns the β-smooth sensitivity of the median (Nissim, Raskhodnikova
-// and Smith 2007, Prop. 3.4; seed 002 "smooth sensitivity of the median" with the
-// corrected inner term of docs/errata.md 002 item 2):
+// and Smith 2007, Prop. 3.4; the lecture slides "smooth sensitivity of the median" with the
+// corrected inner term of docs/errata.md, slides item 2):
 //
 //	A^(k)(D) = max_{0≤t≤k+1} (x_{m+t} − x_{m+t−k−1}),   S*(D) = max_{k≥0} e^(−kβ) A^(k)(D)
 //

@@ -35,7 +35,7 @@ func bruteLocal(d []float64, grid []float64) float64 {
 
 // bruteSmooth computes S*(D) = max_{D'} LS(D') e^(−β d(D, D')) by enumerating every
 // multiset D' of n grid values, with d the Hamming distance n − |D ∩ D'| and LS by
-// bruteLocal: the definition of smooth sensitivity (seed 002, NRS Def 2.2), with no use
+// bruteLocal: the definition of smooth sensitivity (the lecture slides, NRS Def 2.2), with no use
 // of the A^(k) formula under test.
 func bruteSmooth(d []float64, grid []float64, beta float64) float64 {
 	n := len(d)
@@ -174,7 +174,7 @@ func TestSmoothMedianInvalid(t *testing.T) {
 	}
 }
 
-// TestCalibration: α = β = ε/(2(γ+1)) and α = ε/2, β = ε/(2 ln(2/δ)) (errata 002 item 3),
+// TestCalibration: α = β = ε/(2(γ+1)) and α = ε/2, β = ε/(2 ln(2/δ)) (docs/errata.md, slides item 3),
 // each at most a few ulps below the exact value (computed here with the closed form in
 // float64; tolerance 1e-15 relative, never above).
 func TestCalibration(t *testing.T) {

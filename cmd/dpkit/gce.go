@@ -22,13 +22,13 @@ import (
 
 func init() {
 	register(command{name: "gce", order: 50,
-		summary: "database-aware composition (seed 004): membership constraints (membership),\nthe uniform-prior adversary (uniform-prior), explicit hypotheses (hypothesis)",
+		summary: "database-aware composition (HBW): membership constraints (membership),\nthe uniform-prior adversary (uniform-prior), explicit hypotheses (hypothesis)",
 		build:   func(s streams) *cobra.Command { return newGCECommand(s) }})
 }
 
 const gceUsage = `Usage: dpkit gce membership|uniform-prior|hypothesis [flags]
 
-The generalized composition experiment of Hartmann, Bindschaedler and West (seed 004):
+The generalized composition experiment of Hartmann, Bindschaedler and West (HBW):
 releases run on different databases, and the target's membership in each is a vector b.
 Constraints on b, or a weaker adversary, give guarantees below the classic composition;
 the exact optimal composition (KOV Thm 3.3) is used underneath. See docs/gce.md.
@@ -51,7 +51,7 @@ const gceWorkloadFlags = `  --mech EPS[,DELTA[,COUNT]]  COUNT steps, each (EPS, 
 const gceMembershipUsage = `Usage: dpkit gce membership --mech EPS[,DELTA[,COUNT]]... --max-member M [--bounded] --delta D [flags]
 
 Guarantee when the target can be in at most M of the k databases, each answered by one
-(EPS, DELTA)-DP release (seed 004 §V-A, Example 1). Unbounded (default): the adversary
+(EPS, DELTA)-DP release (HBW §V-A, Example 1). Unbounded (default): the adversary
 tests whether the target is in any database; the worst case composes min(M, k) steps.
 --bounded: the target is known to be in some databases; two vectors with M ones each
 differ in up to min(2M, k) steps. With different mechanisms the worst set of steps is
@@ -81,7 +81,7 @@ Examples:
 
 const gceUniformUsage = `Usage: dpkit gce uniform-prior --mech EPS[,DELTA[,COUNT]]... --delta D [flags]
 
-Guarantee against an adversary with an uninformative prior (seed 004 §V-B): "the target
+Guarantee against an adversary with an uninformative prior (HBW §V-B): "the target
 is in no database" against "the target is in at least one, every such set equally
 likely". Theorem 3 with the exact composition: component i composes step i with the
 later steps subsampled with probability ½, (ε, δ) → (ln((1 + e^ε)/2), δ/2); the result
@@ -105,12 +105,12 @@ Example:
 
 const gceHypothesisUsage = `Usage: dpkit gce hypothesis --mech EPS[,DELTA[,COUNT]]... --p0 FILE --p1 FILE --delta D [flags]
 
-(ε, δ)-hypothesis DP (seed 004 Def. 3) against an adversary testing hypothesis p0
+(ε, δ)-hypothesis DP (HBW Def. 3) against an adversary testing hypothesis p0
 against p1, distributions over membership vectors of length k (the number of steps).
 The hypotheses are coupled by RefineTuples (Alg. 3, exact rationals) and the matched
 pairs combined by a sound rule: "point-mass" when p0 or p1 is a single vector
 (ε = ln Σ w_i e^{ε_i}); otherwise "general" (δ(ε) = Σ w_i δ_i(ε)). The paper's recipe
-for the general case is unsound (docs/errata.md, seed 004 item 1) and is not used.
+for the general case is unsound (docs/errata.md, HBW item 1) and is not used.
 
 Workload (at least one entry, k = Σ COUNT ≤ 65536 steps):
 ` + gceWorkloadFlags + `
@@ -300,7 +300,7 @@ func (c *gceUniformCommand) Run(ctx context.Context, args []string) error {
 	}
 	w := tabwriter.NewWriter(c.s.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "epsilon\t%s\tuniform-prior adversary, delta %s\n", formatFloat(r.Epsilon), formatFloat(r.Delta))
-	fmt.Fprintf(w, "theorem 3 epsilon\t%s\tseed 004 Thm 3 with the exact composition\n", formatFloat(r.Theorem3))
+	fmt.Fprintf(w, "theorem 3 epsilon\t%s\tHBW Thm 3 with the exact composition\n", formatFloat(r.Theorem3))
 	fmt.Fprintf(w, "worst-case epsilon\t%s\tclassic composition of all steps\n", tableFloat(r.WorstCase))
 	return w.Flush()
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// Seed 004 Example 1, corrected numbers (docs/gce.md): 1000 × (0.01, 0), δ = 1e-6.
-// Expected values: the exact k-fold curve of errata seed 000 item 1 evaluated
+// HBW Example 1, corrected numbers (docs/gce.md): 1000 × (0.01, 0), δ = 1e-6.
+// Expected values: the exact k-fold curve of docs/errata.md KOV item 1 evaluated
 // independently by homogeneousDelta (compose_test.go); 4-digit values from the issue.
 func TestGCEMembershipReferencePoint(t *testing.T) {
 	for _, c := range []struct {
@@ -66,7 +66,7 @@ func TestGCEUniformPrior(t *testing.T) {
 	}
 }
 
-// docs/errata.md seed 004 item 1 through the CLI: the general rule gives 1 (the paper's
+// docs/errata.md, HBW item 1 through the CLI: the general rule gives 1 (the paper's
 // recipe would give 0.620, below the true 0.99997).
 func TestGCEHypothesisCounterexample(t *testing.T) {
 	dir := t.TempDir()

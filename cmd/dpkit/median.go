@@ -21,7 +21,7 @@ import (
 const medianUsage = `Usage: dpkit median --file F.csv --column C --lower L --upper U --eps E [--delta D] [--json]
 
 Release the median of one column of a CSV file with noise calibrated to its smooth
-sensitivity (Nissim, Raskhodnikova and Smith 2007; seed 002, corrected by the errata).
+sensitivity (Nissim, Raskhodnikova and Smith 2007; the lecture slides, corrected by the errata).
 Values are clamped to [L, U]; the number of rows is treated as public (neighbouring
 datasets differ by replacing one row).
 

@@ -26,7 +26,7 @@ const mpMaxTable = 4096
 
 const multipartyUsage = `Usage: dpkit multiparty --eps E1,E2,… [--delta D | --delta D1,D2,…] --function F [--json]
 
-k parties each hold a bit and broadcast it through randomized response (KOV seed 000
+k parties each hold a bit and broadcast it through randomized response (KOV
 eq. 16), party i at (ε_i, δ_i): the protocol that is optimal for every function, every
 accuracy measure and every privacy level (KOV Thm 5.1). A central observer hears every
 message and answers f(x_1, …, x_k). Reported:

@@ -32,7 +32,7 @@ Flags:
                     (default dpkit.db, created if missing) or a postgres:// URL
                     (tables in the first schema of its search_path; several
                     servers may share one PostgreSQL database)
-  --demo            register seed 002's "flu" and "salary" tables (budget ε = 1,
+  --demo            register the lecture slides' "flu" and "salary" tables (budget ε = 1,
                     δ = 1e-6, fixed policy, at most 20 queries each) if missing, and
                     mint a new admin key and a new analyst key
   --max-body BYTES  largest request body accepted (default 1048576)

@@ -7,7 +7,7 @@ import (
 	"github.com/dpkit/dpkit"
 )
 
-// The demo datasets are the two tables of seed 002 (Cai, "Differential Privacy" slides):
+// The demo datasets are the two tables of Zhipeng Cai's "Differential Privacy" lecture slides:
 // the flu table of the counting-query example (Hunter, Alice, Bob, Eric, Frank; flu ∈
 // {0, 1}) and the salary table of the sensitivity example ("Valid salary: [10000,
 // 100000]"). Each gets the budget (ε = 1, δ = 1e-6) under the fixed policy with at most
