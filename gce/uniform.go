@@ -201,8 +201,8 @@ func uniformCombine(ms []compose.Mech, k int64, comp func(step compose.Mech, res
 
 // UniformPriorSimple returns the guarantee of HBW eq. (3)/(4) against the uniform
 // prior: each vector b is compared with 0⃗ by simple composition, (ε_b, δ_b) =
-// (Σ_{i∈b} ε_i, Σ_{i∈b} δ_i), and combined by the point-mass rule (docs/errata.md seed
-// 004 item 1):
+// (Σ_{i∈b} ε_i, Σ_{i∈b} δ_i), and combined by the point-mass rule (docs/errata.md,
+// HBW item 1):
 //
 //	ε = ln[ (Π_i (1 + e^{ε_i}) − 1) / (2^k − 1) ]                   (eq. 4 for equal ε_i)
 //	δ = max( Σ_i δ_i · 2^{k−1}/(2^k − 1),

@@ -293,7 +293,7 @@ func AnalyticGaussianSigma(eps, delta, sens float64) (float64, error) {
 
 // ClassicGaussianSigma returns σ = Δ·√(2 ln(1.25/δ))/ε (Dwork and Roth 2014, Thm A.1),
 // rounded up by 1e-15 relative; it requires ε < 1. (The KOV Thm 4.3 calibration for
-// composition is false for large ε, docs/errata.md 000 item 8, and is not offered.)
+// composition is false for large ε, docs/errata.md, KOV item 8, and is not offered.)
 func ClassicGaussianSigma(eps, delta, sens float64) (float64, error) {
 	if err := checkEpsilonPositive(eps); err != nil {
 		return 0, err

@@ -29,7 +29,7 @@ type Mechanism interface {
 type Gaussian struct{ Sigma, Sensitivity float64 }
 
 // Laplace adds Lap(b) noise (density e^(−|x|/b)/2b, b = Scale) to a query of ℓ1
-// sensitivity Δ: ε0 = Δ/b-DP, with the PLD of errata 000 item 10 (a density, not a rate).
+// sensitivity Δ: ε0 = Δ/b-DP, with the PLD of docs/errata.md, KOV item 10 (a density, not a rate).
 type Laplace struct{ Scale, Sensitivity float64 }
 
 // DiscreteLaplace adds two-sided geometric noise Pr[x] ∝ e^(−|x|/t) (t = Scale) to an

@@ -52,7 +52,7 @@ func (c *calibrateCommand) calibrateNoise() error {
 		}
 		sigma := S * math.Sqrt(float64(K)) / mu * (1 + 1e-12)
 		out.Sigma = &sigma
-		out.KOVRule = "KOV Thm 4.3: σ² = 8KΔ²·ln(e + ε/δ)/ε² (only for ε ≤ 8 ln(e + ε/δ), errata item 8)"
+		out.KOVRule = "KOV Thm 4.3: σ² = 8KΔ²·ln(e + ε/δ)/ε² (only for ε ≤ 8 ln(e + ε/δ), docs/errata.md, KOV item 8)"
 		if E <= 8*logTerm {
 			v := math.Sqrt(8*float64(K)*S*S*logTerm) / E
 			out.KOV = &v
