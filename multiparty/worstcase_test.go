@@ -315,6 +315,13 @@ func BenchmarkWorstCaseAccuracy(b *testing.B) {
 		}
 		return eps
 	}
+	hetero1 := func(k int) []float64 { // ε_i = 1 + 0.1·i
+		eps := hetero(k)
+		for i := range eps {
+			eps[i] += 0.5
+		}
+		return eps
+	}
 	equal := func(k int, e float64) []float64 {
 		eps := make([]float64, k)
 		for i := range eps {
@@ -344,6 +351,8 @@ func BenchmarkWorstCaseAccuracy(b *testing.B) {
 		{"k=12/hetero/delta=0.01/majority", hetero(12), 0.01, Majority(12)},
 		{"k=12/hetero/delta=0.01/and", hetero(12), 0.01, AND(12)},
 		{"k=10/hetero/delta=0/majority", hetero(10), 0, Majority(10)},
+		{"k=10/hetero1/delta=0.01/and", hetero1(10), 0.01, AND(10)},
+		{"k=10/hetero1/delta=0.01/or", hetero1(10), 0.01, OR()},
 		{"k=8/hetero/delta=0/random", hetero(8), 0, randomFunction(rand.New(rand.NewPCG(1, 1)), 8, 2)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
