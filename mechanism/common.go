@@ -20,13 +20,13 @@ func sourceOr(src noise.Source) noise.Source {
 
 func checkBeta(beta float64) error {
 	if math.IsNaN(beta) || beta <= 0 || beta >= 1 {
-		return &dpkit.ParamError{Name: "beta", Value: beta, Want: "in (0, 1)"}
+		return perr("beta", beta, "in (0, 1)")
 	}
 	return nil
 }
 
 func checkEpsilonPositive(eps float64) error {
-	if err := dpkit.CheckPositive("Epsilon", eps); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("epsilon", eps)); err != nil {
 		return err
 	}
 	return nil
@@ -34,7 +34,7 @@ func checkEpsilonPositive(eps float64) error {
 
 func checkValue(name string, x float64) error {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return &dpkit.ParamError{Name: name, Value: x, Want: "a finite number"}
+		return perr(name, x, "a finite number")
 	}
 	return nil
 }
@@ -50,7 +50,7 @@ type adder interface {
 // release adds a's noise to one finite value, for a mechanism of dimension 1.
 func release(a adder, dim int, value float64, src noise.Source) (float64, error) {
 	if dim != 1 {
-		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a vector of Dimension coordinates (use ReleaseVector)"}
+		return 0, perr("value", value, "a vector of dimension coordinates (use ReleaseVector)")
 	}
 	if err := checkValue("value", value); err != nil {
 		return 0, err
@@ -61,7 +61,7 @@ func release(a adder, dim int, value float64, src noise.Source) (float64, error)
 // releaseVector adds independent noise from a to each of dim finite values.
 func releaseVector(a adder, dim int, values []float64, src noise.Source) ([]float64, error) {
 	if len(values) != dim {
-		return nil, &dpkit.ParamError{Name: "values", Value: len(values), Want: "Dimension coordinates"}
+		return nil, perr("values", len(values), "dimension coordinates")
 	}
 	for i, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) { // name built only on error (no allocation)

@@ -17,6 +17,17 @@
 //     loss distribution, and for the discrete mechanisms the defining pair of output
 //     distributions (Pair, a *region.Pair).
 //
+// # One interface, one description
+//
+// Every mechanism implements Mechanism: Guarantee, PLD (a privacy loss distribution
+// for package pld that dominates the mechanism's own, for the accounting core) and
+// Descriptor (its typed, versioned JSON description, {"kind":…,"version":1,…}, from
+// which FromDescriptor rebuilds it). The ledger records releases by their descriptors.
+// Several mechanisms released together form a Composition; mechanisms run outside dpkit
+// and known by their noise are described by the accounting-only kinds (LaplaceNoise,
+// GaussianNoise, GeometricNoise, EpsilonDelta, Subsampled; DescribePLD maps a pld
+// mechanism to one).
+//
 // # Secure noise
 //
 // Real-valued releases (Laplace, Gaussian, staircase) use the secure samplers of package

@@ -1,7 +1,9 @@
 package mechanism_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/dpkit/dpkit/pld"
 
 	"github.com/dpkit/dpkit/mechanism"
 )
@@ -49,4 +51,47 @@ func ExampleNewMedian() {
 	m, _ := mechanism.NewMedian(mechanism.MedianOptions{Epsilon: 1, Lower: 0, Upper: 100})
 	fmt.Printf("heavy-tail γ = %v, α = β = %.2f\n", m.Gamma(), m.Alpha())
 	// Output: heavy-tail γ = 4, α = β = 0.10
+}
+
+func ExampleFromDescriptor() {
+	m, _ := mechanism.NewLaplace(mechanism.LaplaceOptions{Epsilon: 0.5, Sensitivity: 1})
+	b, _ := json.Marshal(m.Descriptor())
+	fmt.Println(string(b))
+
+	var d mechanism.Descriptor
+	_ = json.Unmarshal(b, &d)
+	back, _ := mechanism.FromDescriptor(d)
+	p, _ := back.PLD()
+	fmt.Println(back.Guarantee(), p)
+	// Output:
+	// {"kind":"laplace","version":1,"epsilon":0.5,"sensitivity":1}
+	// (ε=0.5, δ=0) geometric:scale=2.199023255552e+12,sensitivity=1099511627776
+}
+
+func ExampleDescribe() {
+	// Gaussian noise of σ = 100 added elsewhere to a sum of sensitivity 1, on a 1%
+	// Poisson sample: accounted by its privacy loss distribution.
+	d := mechanism.Describe(mechanism.Subsampled{Rate: 0.01,
+		Base: mechanism.Describe(mechanism.GaussianNoise{Sigma: 100, Sensitivity: 1})})
+	m, _ := mechanism.FromDescriptor(d)
+	p, _ := m.PLD()
+	fmt.Println(d)
+	fmt.Println(p)
+	// Output:
+	// {"kind":"subsampled","version":1,"rate":0.01,"base":{"kind":"gaussian_noise","version":1,"sigma":100,"sensitivity":1}}
+	// subsampled(gaussian:sigma=100,sensitivity=1,q=0.01)
+}
+
+func ExampleNewComposition() {
+	// The noisy sum and the noisy count of an average, released together.
+	sum, _ := mechanism.NewGaussian(mechanism.GaussianOptions{Epsilon: 0.5, Delta: 1e-6, Sensitivity: 10})
+	count, _ := mechanism.NewGaussian(mechanism.GaussianOptions{Epsilon: 0.5, Delta: 1e-6, Sensitivity: 1})
+	c, _ := mechanism.NewComposition(sum, count)
+	p, _ := c.PLD()
+	fmt.Println("basic composition:", c.Guarantee())
+	// Each part is μ = 1/σ = 1/8.0576 = 0.1241-GDP; together √2·0.1241.
+	fmt.Printf("Gaussian DP: μ = %.4f\n", p.(pld.Gaussian).Mu())
+	// Output:
+	// basic composition: (ε=1, δ=2e-06)
+	// Gaussian DP: μ = 0.1755
 }

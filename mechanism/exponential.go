@@ -10,12 +10,15 @@ import (
 
 // ExponentialOptions configures an exponential mechanism.
 type ExponentialOptions struct {
-	Epsilon     float64 // required, finite, ≥ MinExponentialEpsilon
-	Sensitivity float64 // of the utility u(D, r) in D, for every r; required, ≥ 2^−1000
+	Epsilon     float64 `json:"epsilon"`     // required, finite, ≥ MinExponentialEpsilon
+	Sensitivity float64 `json:"sensitivity"` // of the utility u(D, r) in D, for every r; required, ≥ 2^−1000
 	// Monotonic declares that for neighbours D, D' all utilities move in the same
 	// direction; the mechanism may then use ε·u/Δ instead of ε·u/(2Δ) (McSherry–Talwar).
-	Monotonic bool
+	Monotonic bool `json:"monotonic,omitempty"`
 }
+
+func (ExponentialOptions) kind() string                { return "exponential" }
+func (o ExponentialOptions) build() (Mechanism, error) { return NewExponential(o) }
 
 // MinExponentialEpsilon is the smallest ε of an exponential mechanism: the exact sampler
 // spends 2^−62 of ε on rounding (see Exponential), at most 2^−22 of ε from this value on.
@@ -63,13 +66,13 @@ func NewExponential(o ExponentialOptions) (*Exponential, error) {
 		return nil, err
 	}
 	if o.Epsilon < MinExponentialEpsilon {
-		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "finite and ≥ 2^-40 (MinExponentialEpsilon)"}
+		return nil, perr("epsilon", o.Epsilon, "finite and ≥ 2^-40 (MinExponentialEpsilon)")
 	}
-	if err := dpkit.CheckPositive("Sensitivity", o.Sensitivity); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", o.Sensitivity)); err != nil {
 		return nil, err
 	}
 	if o.Sensitivity < 0x1p-1000 {
-		return nil, &dpkit.ParamError{Name: "Sensitivity", Value: o.Sensitivity, Want: "finite and ≥ 2^-1000 (the utility grid Δ·2^-40 must be a normal float64)"}
+		return nil, perr("sensitivity", o.Sensitivity, "finite and ≥ 2^-1000 (the utility grid Δ·2^-40 must be a normal float64)")
 	}
 	m := &Exponential{eps: o.Epsilon, sens: o.Sensitivity, mono: o.Monotonic}
 	m.k = log2FloorExp(o.Sensitivity) - 40
@@ -110,6 +113,12 @@ func log2FloorExp(x float64) int {
 // ExactEpsilon() ≤ ε.
 func (m *Exponential) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
 
+// Descriptor returns {"kind":"exponential","version":1,"epsilon":…,"sensitivity":…}
+// (and "monotonic":true where declared).
+func (m *Exponential) Descriptor() Descriptor {
+	return Describe(ExponentialOptions{Epsilon: m.eps, Sensitivity: m.sens, Monotonic: m.mono})
+}
+
 // Epsilon returns ε; Sensitivity Δu.
 func (m *Exponential) Epsilon() float64     { return m.eps }
 func (m *Exponential) Sensitivity() float64 { return m.sens }
@@ -135,7 +144,7 @@ func (m *Exponential) Lambda() float64             { return m.lambda }
 
 func checkUtilities(u []float64) error {
 	if len(u) == 0 {
-		return &dpkit.ParamError{Name: "utilities", Value: "[]", Want: "at least one candidate"}
+		return perr("utilities", "[]", "at least one candidate")
 	}
 	for i, x := range u {
 		if math.IsNaN(x) || math.IsInf(x, 0) { // name built only on error
@@ -242,7 +251,7 @@ func (m *Exponential) UtilityBound(n int, beta float64) (float64, error) {
 		return 0, err
 	}
 	if n < 1 {
-		return 0, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+		return 0, perr("n", n, "an integer ≥ 1")
 	}
 	h := m.UtilityGranularity()
 	tau := math.Log(float64(n)) + math.Log(1/beta) + 0x1p-63

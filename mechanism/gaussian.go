@@ -26,16 +26,40 @@ func (c Calibration) String() string {
 	return "analytic"
 }
 
+// MarshalText writes "analytic" or "classic".
+func (c Calibration) MarshalText() ([]byte, error) {
+	if c != Analytic && c != Classic {
+		return nil, perr("calibration", int(c), "Analytic or Classic")
+	}
+	return []byte(c.String()), nil
+}
+
+// UnmarshalText reads "analytic" or "classic".
+func (c *Calibration) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "analytic":
+		*c = Analytic
+	case "classic":
+		*c = Classic
+	default:
+		return perr("calibration", string(b), `"analytic" or "classic"`)
+	}
+	return nil
+}
+
 // GaussianOptions configures a Gaussian mechanism.
 type GaussianOptions struct {
-	Epsilon     float64 // required, finite and > 0
-	Delta       float64 // required, in [MinDelta, 1)
-	Sensitivity float64 // ℓ2 sensitivity; required, > 0
-	Calibration Calibration
+	Epsilon     float64     `json:"epsilon"`     // required, finite and > 0
+	Delta       float64     `json:"delta"`       // required, in [MinDelta, 1)
+	Sensitivity float64     `json:"sensitivity"` // ℓ2 sensitivity; required, > 0
+	Calibration Calibration `json:"calibration,omitempty"`
 	// Dimension is the number of coordinates released together (ReleaseVector); 0 means
 	// 1 (scalar). Sensitivity is then the ℓ2 sensitivity of the vector.
-	Dimension int
+	Dimension int `json:"dimension,omitempty"`
 }
+
+func (GaussianOptions) kind() string                { return "gaussian" }
+func (o GaussianOptions) build() (Mechanism, error) { return NewGaussian(o) }
 
 // MinDelta is the smallest δ accepted by NewGaussian: below it the Gaussian tails
 // underflow float64 and δ(ε) could not be certified.
@@ -69,9 +93,9 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 		return nil, err
 	}
 	if math.IsNaN(o.Delta) || o.Delta < MinDelta || o.Delta >= 1 {
-		return nil, &dpkit.ParamError{Name: "Delta", Value: o.Delta, Want: "in [1e-290, 1)"}
+		return nil, perr("delta", o.Delta, "in [1e-290, 1)")
 	}
-	if err := dpkit.CheckPositive("Sensitivity", o.Sensitivity); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", o.Sensitivity)); err != nil {
 		return nil, err
 	}
 	var sigma float64
@@ -82,7 +106,7 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 	case Classic:
 		sigma, err = ClassicGaussianSigma(o.Epsilon, o.Delta, o.Sensitivity)
 	default:
-		err = &dpkit.ParamError{Name: "Calibration", Value: int(o.Calibration), Want: "Analytic or Classic"}
+		err = perr("calibration", int(o.Calibration), "Analytic or Classic")
 	}
 	if err != nil {
 		return nil, err
@@ -92,7 +116,7 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 		dim = 1
 	}
 	if dim < 0 || dim > 1<<20 {
-		return nil, &dpkit.ParamError{Name: "Dimension", Value: o.Dimension, Want: "an integer in [0, 2^20]"}
+		return nil, perr("dimension", o.Dimension, "an integer in [0, 2^20]")
 	}
 	if dim >= 2 {
 		g, err := certifiedVectorSampler(o.Epsilon, o.Delta, o.Sensitivity, sigma, dim)
@@ -160,6 +184,16 @@ func certifiedVectorSampler(eps, delta, sens, sigma float64, dim int) (*noise.Se
 
 // Dimension returns the number of coordinates d (1 for scalar releases).
 func (m *Gaussian) Dimension() int { return m.dim }
+
+// Descriptor returns {"kind":"gaussian","version":1,"epsilon":…,"delta":…,
+// "sensitivity":…} (with "calibration":"classic" and "dimension" where they apply).
+func (m *Gaussian) Descriptor() Descriptor {
+	o := GaussianOptions{Epsilon: m.eps, Delta: m.delta, Sensitivity: m.sens, Calibration: m.cal}
+	if m.dim > 1 {
+		o.Dimension = m.dim
+	}
+	return Describe(o)
+}
 
 // Guarantee returns (ε, δ).
 func (m *Gaussian) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps, Delta: m.delta} }
@@ -265,9 +299,9 @@ func AnalyticGaussianSigma(eps, delta, sens float64) (float64, error) {
 		return 0, err
 	}
 	if math.IsNaN(delta) || delta < MinDelta || delta >= 1 {
-		return 0, &dpkit.ParamError{Name: "Delta", Value: delta, Want: "in [1e-290, 1)"}
+		return 0, perr("delta", delta, "in [1e-290, 1)")
 	}
-	if err := dpkit.CheckPositive("Sensitivity", sens); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", sens)); err != nil {
 		return 0, err
 	}
 	lo, hi := sens, sens
@@ -299,12 +333,12 @@ func ClassicGaussianSigma(eps, delta, sens float64) (float64, error) {
 		return 0, err
 	}
 	if eps >= 1 {
-		return 0, &dpkit.ParamError{Name: "Epsilon", Value: eps, Want: "< 1 for the classic calibration (use Analytic)"}
+		return 0, perr("epsilon", eps, "< 1 for the classic calibration (use Analytic)")
 	}
 	if math.IsNaN(delta) || delta < MinDelta || delta >= 1 {
-		return 0, &dpkit.ParamError{Name: "Delta", Value: delta, Want: "in [1e-290, 1)"}
+		return 0, perr("delta", delta, "in [1e-290, 1)")
 	}
-	if err := dpkit.CheckPositive("Sensitivity", sens); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", sens)); err != nil {
 		return 0, err
 	}
 	return sens * math.Sqrt(2*math.Log(1.25/delta)) / eps * (1 + 1e-15), nil

@@ -10,9 +10,12 @@ import (
 
 // GeometricOptions configures a geometric mechanism.
 type GeometricOptions struct {
-	Epsilon     float64 // required, > 0, with ε/Sensitivity in [noise.MinRate, noise.MaxRate]
-	Sensitivity int64   // of the integer query; required, ≥ 1
+	Epsilon     float64 `json:"epsilon"`     // required, > 0, with ε/Sensitivity in [noise.MinRate, noise.MaxRate]
+	Sensitivity int64   `json:"sensitivity"` // of the integer query; required, ≥ 1
 }
+
+func (GeometricOptions) kind() string                { return "geometric" }
+func (o GeometricOptions) build() (Mechanism, error) { return NewGeometric(o) }
 
 // Geometric is the geometric mechanism (Ghosh, Roughgarden and Sundararajan 2009; seed
 // 000 Thm 4.4): an integer query plus two-sided geometric noise
@@ -30,17 +33,22 @@ func NewGeometric(o GeometricOptions) (*Geometric, error) {
 		return nil, err
 	}
 	if o.Sensitivity < 1 || o.Sensitivity > 1<<40 {
-		return nil, &dpkit.ParamError{Name: "Sensitivity", Value: o.Sensitivity, Want: "an integer in [1, 2^40]"}
+		return nil, perr("sensitivity", o.Sensitivity, "an integer in [1, 2^40]")
 	}
 	d, err := noise.NewDiscreteLaplace(o.Epsilon / float64(o.Sensitivity))
 	if err != nil {
-		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "ε/Sensitivity in [2^-40, 2^20]"}
+		return nil, perr("epsilon", o.Epsilon, "epsilon/sensitivity in [2^-40, 2^20]")
 	}
 	return &Geometric{eps: o.Epsilon, sens: o.Sensitivity, d: d}, nil
 }
 
 // Guarantee returns (ε, 0).
 func (m *Geometric) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Descriptor returns {"kind":"geometric","version":1,"epsilon":…,"sensitivity":…}.
+func (m *Geometric) Descriptor() Descriptor {
+	return Describe(GeometricOptions{Epsilon: m.eps, Sensitivity: m.sens})
+}
 
 // Epsilon returns ε; Sensitivity the integer sensitivity Δ; Rate the noise rate used.
 func (m *Geometric) Epsilon() float64   { return m.eps }
@@ -83,7 +91,7 @@ func (m *Geometric) Release(value int64, src noise.Source) int64 {
 // binary pair with (ε, 0), region.Canonical. For Δ > 1 it returns a *dpkit.ParamError.
 func (m *Geometric) Pair() (*region.Pair, error) {
 	if m.sens != 1 {
-		return nil, &dpkit.ParamError{Name: "Sensitivity", Value: m.sens, Want: "1 for Pair"}
+		return nil, perr("sensitivity", m.sens, "1 for Pair")
 	}
 	return region.Canonical(dpkit.Budget{Epsilon: m.d.Rate()})
 }

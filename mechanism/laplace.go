@@ -9,10 +9,13 @@ import (
 
 // LaplaceOptions configures a Laplace mechanism.
 type LaplaceOptions struct {
-	Epsilon     float64 // required, finite and > 0
-	Sensitivity float64 // ℓ1 sensitivity of the released value or vector; required, > 0
-	Dimension   int     // number of coordinates released together; 0 means 1
+	Epsilon     float64 `json:"epsilon"`             // required, finite and > 0
+	Sensitivity float64 `json:"sensitivity"`         // ℓ1 sensitivity of the released value or vector; required, > 0
+	Dimension   int     `json:"dimension,omitempty"` // number of coordinates released together; 0 means 1
 }
+
+func (LaplaceOptions) kind() string                { return "laplace" }
+func (o LaplaceOptions) build() (Mechanism, error) { return NewLaplace(o) }
 
 // Laplace is the Laplace mechanism (the lecture slides, "Laplace mechanism"): f(D) + (Y_1, …, Y_k)
 // with Y_i i.i.d. Lap(b), b = Δf/ε, where Δf is the ℓ1 sensitivity of f. It is ε-DP.
@@ -29,7 +32,7 @@ func NewLaplace(o LaplaceOptions) (*Laplace, error) {
 	if err := checkEpsilonPositive(o.Epsilon); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckPositive("Sensitivity", o.Sensitivity); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", o.Sensitivity)); err != nil {
 		return nil, err
 	}
 	dim := o.Dimension
@@ -37,7 +40,7 @@ func NewLaplace(o LaplaceOptions) (*Laplace, error) {
 		dim = 1
 	}
 	if dim < 0 || dim > 1<<20 {
-		return nil, &dpkit.ParamError{Name: "Dimension", Value: o.Dimension, Want: "an integer in [0, 2^20]"}
+		return nil, perr("dimension", o.Dimension, "an integer in [0, 2^20]")
 	}
 	s, err := noise.NewSecureLaplaceL1(o.Sensitivity, o.Epsilon, dim)
 	if err != nil {
@@ -48,6 +51,16 @@ func NewLaplace(o LaplaceOptions) (*Laplace, error) {
 
 // Guarantee returns (ε, 0). The grid mechanism's exact ε is Sampler().Epsilon() ≤ ε.
 func (m *Laplace) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Descriptor returns {"kind":"laplace","version":1,"epsilon":…,"sensitivity":…} (and
+// "dimension" for vectors).
+func (m *Laplace) Descriptor() Descriptor {
+	o := LaplaceOptions{Epsilon: m.eps, Sensitivity: m.sens}
+	if m.dim > 1 {
+		o.Dimension = m.dim
+	}
+	return Describe(o)
+}
 
 // Epsilon returns ε.
 func (m *Laplace) Epsilon() float64 { return m.eps }

@@ -373,17 +373,20 @@ func TestMedian(t *testing.T) {
 func TestInvalidOptions(t *testing.T) {
 	nan := math.NaN()
 	errs := map[string]error{}
-	_, errs["Epsilon"] = NewLaplace(LaplaceOptions{Epsilon: nan, Sensitivity: 1})
-	_, errs["Sensitivity"] = NewLaplace(LaplaceOptions{Epsilon: 1, Sensitivity: -1})
-	_, errs["Delta"] = NewGaussian(GaussianOptions{Epsilon: 1, Delta: 0, Sensitivity: 1})
-	_, errs["Calibration"] = NewGaussian(GaussianOptions{Epsilon: 1, Delta: 1e-5, Sensitivity: 1, Calibration: 7})
-	_, errs["Categories"] = NewRandomizedResponse(RandomizedResponseOptions{Epsilon: 1, Categories: 1})
-	_, errs["Upper"] = NewMedian(MedianOptions{Epsilon: 1, Lower: 1, Upper: 1})
+	_, errs["epsilon"] = NewLaplace(LaplaceOptions{Epsilon: nan, Sensitivity: 1})
+	_, errs["sensitivity"] = NewLaplace(LaplaceOptions{Epsilon: 1, Sensitivity: -1})
+	_, errs["delta"] = NewGaussian(GaussianOptions{Epsilon: 1, Delta: 0, Sensitivity: 1})
+	_, errs["calibration"] = NewGaussian(GaussianOptions{Epsilon: 1, Delta: 1e-5, Sensitivity: 1, Calibration: 7})
+	_, errs["categories"] = NewRandomizedResponse(RandomizedResponseOptions{Epsilon: 1, Categories: 1})
+	_, errs["upper"] = NewMedian(MedianOptions{Epsilon: 1, Lower: 1, Upper: 1})
 	_, errs["Cost"] = NewStaircase(StaircaseOptions{Epsilon: 1, Sensitivity: 1, Cost: 9})
 	for name, err := range errs {
 		var pe *dpkit.ParamError
 		if !errors.As(err, &pe) || pe.Name != name {
 			t.Errorf("want ParamError on %s, got %v", name, err)
+		}
+		if name != "Cost" && pe.Pkg != "mechanism" { // the staircase's names are its owner's
+			t.Errorf("%s: error %v names package %q, want mechanism", name, err, pe.Pkg)
 		}
 	}
 	if _, err := ClassicGaussianSigma(1.5, 1e-5, 1); err == nil {

@@ -5,18 +5,24 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/pld"
 	"github.com/dpkit/dpkit/sensitivity"
 )
 
 // MedianOptions configures the smooth-sensitivity median.
 type MedianOptions struct {
-	Epsilon float64 // required, finite and > 0
+	Epsilon float64 `json:"epsilon"` // required, finite and > 0
 	// Delta = 0 gives ε-DP with heavy-tailed noise ∝ 1/(1+|z|^γ); Delta in (0, 1) gives
 	// (ε, δ)-DP with Laplace noise.
-	Delta        float64
-	Lower, Upper float64 // declared bounds of the values (public); values are clamped
-	Gamma        float64 // tail exponent for Delta = 0; 0 means 4 (finite variance)
+	Delta float64 `json:"delta"`
+	// Lower and Upper are the declared bounds of the values (public); values are clamped.
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+	Gamma float64 `json:"gamma,omitempty"` // tail exponent for Delta = 0; 0 means 4 (finite variance)
 }
+
+func (MedianOptions) kind() string                { return "median" }
+func (o MedianOptions) build() (Mechanism, error) { return NewMedian(o) }
 
 // Median releases the median of values in [Lower, Upper] with noise calibrated to its
 // smooth sensitivity (Nissim, Raskhodnikova and Smith 2007; the lecture slides with docs/errata.md
@@ -92,7 +98,7 @@ func NewMedian(o MedianOptions) (*Median, error) {
 		return nil, err
 	}
 	if math.IsNaN(o.Delta) || o.Delta < 0 || o.Delta >= 1 {
-		return nil, &dpkit.ParamError{Name: "Delta", Value: o.Delta, Want: "in [0, 1)"}
+		return nil, perr("delta", o.Delta, "in [0, 1)")
 	}
 	if err := checkValue("Lower", o.Lower); err != nil {
 		return nil, err
@@ -101,7 +107,7 @@ func NewMedian(o MedianOptions) (*Median, error) {
 		return nil, err
 	}
 	if !(o.Upper > o.Lower) || math.IsInf(o.Upper-o.Lower, 0) {
-		return nil, &dpkit.ParamError{Name: "Upper", Value: o.Upper, Want: "> Lower, with Upper − Lower finite"}
+		return nil, perr("upper", o.Upper, "> lower, with upper − lower finite")
 	}
 	m := &Median{eps: o.Epsilon, delta: o.Delta, lower: o.Lower, upper: o.Upper}
 	var err error
@@ -111,7 +117,7 @@ func NewMedian(o MedianOptions) (*Median, error) {
 			m.gamma = 4
 		}
 		if m.heavy, err = noise.NewHeavyTail(m.gamma); err != nil {
-			return nil, &dpkit.ParamError{Name: "Gamma", Value: o.Gamma, Want: "0 (meaning 4) or a finite number > 1"}
+			return nil, perr("gamma", o.Gamma, "0 (meaning 4) or a finite number > 1")
 		}
 		var a, b float64
 		if a, b, err = sensitivity.HeavyTailCalibration(o.Epsilon, m.gamma); err != nil {
@@ -121,7 +127,7 @@ func NewMedian(o MedianOptions) (*Median, error) {
 		m.beta = down(b*(1-0x1p-40) - 0x1p-37)
 	} else {
 		if o.Gamma != 0 {
-			return nil, &dpkit.ParamError{Name: "Gamma", Value: o.Gamma, Want: "0 when Delta > 0 (Laplace noise)"}
+			return nil, perr("gamma", o.Gamma, "0 when delta > 0 (Laplace noise)")
 		}
 		half := o.Epsilon / 2 // exact
 		m.alpha = down(half / (1 + 0x1p-29))
@@ -153,6 +159,24 @@ func (m *Median) setGrid() {
 	m.k = k
 	m.kl = int64(math.Ceil(math.Ldexp(m.lower, -k)))
 	m.ku = int64(math.Floor(math.Ldexp(m.upper, -k)))
+}
+
+// Descriptor returns {"kind":"median","version":1,"epsilon":…,"delta":…,"lower":…,
+// "upper":…} (and "gamma" for δ = 0).
+func (m *Median) Descriptor() Descriptor {
+	o := MedianOptions{Epsilon: m.eps, Delta: m.delta, Lower: m.lower, Upper: m.upper}
+	if m.heavy != nil {
+		o.Gamma = m.gamma
+	}
+	return Describe(o)
+}
+
+// PLD returns the canonical pair of the (ε, δ) guarantee (KOV eq. 17/18), a sound
+// dominating pair for every (ε, δ)-DP mechanism (KOV Thm 2.4). The median's own privacy
+// curve is not known in closed form; for δ = 0 the guarantee is that of the ideal
+// heavy-tailed noise (see Median).
+func (m *Median) PLD() (pld.Mechanism, error) {
+	return pld.EpsilonDelta{Epsilon: m.eps, Delta: m.delta}, nil
 }
 
 // Guarantee returns (ε, δ).

@@ -5,13 +5,19 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/pld"
 	"github.com/dpkit/dpkit/region"
 )
 
 // RandomizedResponseOptions configures k-ary randomized response.
 type RandomizedResponseOptions struct {
-	Epsilon    float64 // required, finite and ≥ 0
-	Categories int     // k ≥ 2 (2 is binary randomized response)
+	Epsilon    float64 `json:"epsilon"`    // required, finite and ≥ 0
+	Categories int     `json:"categories"` // k ≥ 2 (2 is binary randomized response)
+}
+
+func (RandomizedResponseOptions) kind() string { return "randomized_response" }
+func (o RandomizedResponseOptions) build() (Mechanism, error) {
+	return NewRandomizedResponse(o)
 }
 
 // RandomizedResponse is k-ary randomized response (Warner 1965; thesis §3.4, the
@@ -28,21 +34,26 @@ type RandomizedResponse struct {
 
 // NewRandomizedResponse validates o.
 func NewRandomizedResponse(o RandomizedResponseOptions) (*RandomizedResponse, error) {
-	if err := dpkit.CheckEpsilon("Epsilon", o.Epsilon); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckEpsilon("epsilon", o.Epsilon)); err != nil {
 		return nil, err
 	}
 	if o.Categories < 2 || o.Categories > 1<<30 {
-		return nil, &dpkit.ParamError{Name: "Categories", Value: o.Categories, Want: "an integer in [2, 2^30]"}
+		return nil, perr("categories", o.Categories, "an integer in [2, 2^30]")
 	}
 	num, den, err := noise.Dyadic(o.Epsilon)
 	if err != nil {
-		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "< 2^62"}
+		return nil, perr("epsilon", o.Epsilon, "< 2^62")
 	}
 	return &RandomizedResponse{eps: o.Epsilon, k: o.Categories, num: num, den: den}, nil
 }
 
 // Guarantee returns (ε, 0).
 func (m *RandomizedResponse) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
+
+// Descriptor returns {"kind":"randomized_response","version":1,"epsilon":…,"categories":…}.
+func (m *RandomizedResponse) Descriptor() Descriptor {
+	return Describe(RandomizedResponseOptions{Epsilon: m.eps, Categories: m.k})
+}
 
 // Epsilon returns ε; Categories k.
 func (m *RandomizedResponse) Epsilon() float64 { return m.eps }
@@ -84,7 +95,7 @@ func (m *RandomizedResponse) Interval(beta float64, n int) (float64, error) {
 		return 0, err
 	}
 	if n < 1 {
-		return 0, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+		return 0, perr("n", n, "an integer ≥ 1")
 	}
 	p := m.KeepProbability()
 	q := math.Exp(-m.eps) * p
@@ -94,7 +105,7 @@ func (m *RandomizedResponse) Interval(beta float64, n int) (float64, error) {
 // Release returns the randomized report of category value ∈ [0, k).
 func (m *RandomizedResponse) Release(value int, src noise.Source) (int, error) {
 	if value < 0 || value >= m.k {
-		return 0, &dpkit.ParamError{Name: "value", Value: value, Want: "a category in [0, Categories)"}
+		return 0, perr("value", value, "a category in [0, Categories)")
 	}
 	src = sourceOr(src)
 	for {
@@ -110,8 +121,13 @@ func (m *RandomizedResponse) Release(value int, src noise.Source) (int, error) {
 
 // RandomizedResponse4Options configures the (ε, δ) randomized response of KOV eq. (16).
 type RandomizedResponse4Options struct {
-	Epsilon float64 // required, finite and ≥ 0
-	Delta   float64 // required, in [0, 1]
+	Epsilon float64 `json:"epsilon"` // required, finite and ≥ 0
+	Delta   float64 `json:"delta"`   // required, in [0, 1]
+}
+
+func (RandomizedResponse4Options) kind() string { return "randomized_response4" }
+func (o RandomizedResponse4Options) build() (Mechanism, error) {
+	return NewRandomizedResponse4(o)
 }
 
 // RandomizedResponse4 is the (ε, δ) randomized response of a bit (KOV eq. 16):
@@ -128,15 +144,15 @@ type RandomizedResponse4 struct {
 
 // NewRandomizedResponse4 validates o.
 func NewRandomizedResponse4(o RandomizedResponse4Options) (*RandomizedResponse4, error) {
-	if err := dpkit.CheckEpsilon("Epsilon", o.Epsilon); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckEpsilon("epsilon", o.Epsilon)); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckDelta("Delta", o.Delta); err != nil {
+	if err := dpkit.InPackage("mechanism", dpkit.CheckDelta("delta", o.Delta)); err != nil {
 		return nil, err
 	}
 	num, den, err := noise.Dyadic(o.Epsilon)
 	if err != nil {
-		return nil, &dpkit.ParamError{Name: "Epsilon", Value: o.Epsilon, Want: "< 2^62"}
+		return nil, perr("epsilon", o.Epsilon, "< 2^62")
 	}
 	return &RandomizedResponse4{eps: o.Epsilon, delta: o.Delta, num: num, den: den}, nil
 }
@@ -144,6 +160,18 @@ func NewRandomizedResponse4(o RandomizedResponse4Options) (*RandomizedResponse4,
 // Guarantee returns (ε, δ).
 func (m *RandomizedResponse4) Guarantee() dpkit.Budget {
 	return dpkit.Budget{Epsilon: m.eps, Delta: m.delta}
+}
+
+// Descriptor returns {"kind":"randomized_response4","version":1,"epsilon":…,"delta":…}.
+func (m *RandomizedResponse4) Descriptor() Descriptor {
+	return Describe(RandomizedResponse4Options{Epsilon: m.eps, Delta: m.delta})
+}
+
+// PLD returns the canonical (ε, δ) pair of KOV eq. (17)/(18), which is exactly this
+// mechanism's pair of output distributions (eq. 16 is that pair). The sampler keeps with
+// ε rounded down to a multiple of 2^−63, which only adds privacy.
+func (m *RandomizedResponse4) PLD() (pld.Mechanism, error) {
+	return pld.EpsilonDelta{Epsilon: m.eps, Delta: m.delta}, nil
 }
 
 // Pair returns the two output distributions of eq. (16).
@@ -158,7 +186,7 @@ func (m *RandomizedResponse4) Pair() (*region.Pair, error) {
 // probability 1/(1 + e^(−ε̃)), ε̃ = ε rounded down to a multiple of 2^−63).
 func (m *RandomizedResponse4) Release(bit int, src noise.Source) (int, error) {
 	if bit != 0 && bit != 1 {
-		return 0, &dpkit.ParamError{Name: "bit", Value: bit, Want: "0 or 1"}
+		return 0, perr("bit", bit, "0 or 1")
 	}
 	src = sourceOr(src)
 	if reveal, _ := noise.Bernoulli(src, m.delta); reveal {

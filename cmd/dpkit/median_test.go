@@ -45,7 +45,7 @@ func TestMedianCommand(t *testing.T) {
 		{name: "missing file", args: []string{"median", "--file", filepath.Join(dir, "none.csv"), "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitFailure, want: []string{"none.csv"}},
 		{name: "bad column", args: []string{"median", "--file", path, "--column", "age", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"no such column"}},
 		{name: "non-numeric", args: []string{"median", "--file", bad, "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"not a number"}},
-		{name: "bounds", args: []string{"median", "--file", path, "--column", "x", "--lower", "1", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"Upper"}},
+		{name: "bounds", args: []string{"median", "--file", path, "--column", "x", "--lower", "1", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"upper"}},
 	} {
 		r := dpkitRun(t, c.stdin, c.args...)
 		if r.code != c.code {
