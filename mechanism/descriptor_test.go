@@ -34,6 +34,7 @@ func allMechanisms(t *testing.T) map[string]Mechanism {
 		"rr4":              must(NewRandomizedResponse4(RandomizedResponse4Options{Epsilon: 1, Delta: 0.01})),
 		"median":           must(NewMedian(MedianOptions{Epsilon: 1, Lower: -5, Upper: 100})),
 		"median/delta":     must(NewMedian(MedianOptions{Epsilon: 1, Delta: 1e-6, Lower: 0, Upper: 1})),
+		"staircase":        must(NewStaircase(StaircaseOptions{Epsilon: 2, Sensitivity: 1, Cost: CostL1})),
 	}
 	var parts []Mechanism
 	for _, k := range []string{"laplace", "gaussian", "rr4"} {

@@ -34,6 +34,7 @@ var (
 	_ Mechanism = (*RandomizedResponse)(nil)
 	_ Mechanism = (*RandomizedResponse4)(nil)
 	_ Mechanism = (*Median)(nil)
+	_ Mechanism = (*Staircase)(nil)
 	_ Mechanism = (*Composition)(nil)
 	_ Mechanism = (*Accounted)(nil)
 )

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/pld"
 )
 
 // Cost selects the accuracy objective for which the staircase γ is optimal.
@@ -19,9 +20,38 @@ const (
 
 // StaircaseOptions configures a staircase mechanism.
 type StaircaseOptions struct {
-	Epsilon     float64 // required, in [2^-12, 2^20]
-	Sensitivity float64 // required, > 0
-	Cost        Cost    // objective for γ (default CostL2)
+	Epsilon     float64 `json:"epsilon"`        // required, in [2^-12, 2^20]
+	Sensitivity float64 `json:"sensitivity"`    // required, > 0
+	Cost        Cost    `json:"cost,omitempty"` // objective for γ (default CostL2)
+}
+
+func (StaircaseOptions) kind() string                { return "staircase" }
+func (o StaircaseOptions) build() (Mechanism, error) { return NewStaircase(o) }
+
+func init() { register[StaircaseOptions]("staircase", "epsilon", "sensitivity") }
+
+// MarshalText writes "l2" or "l1".
+func (c Cost) MarshalText() ([]byte, error) {
+	switch c {
+	case CostL2:
+		return []byte("l2"), nil
+	case CostL1:
+		return []byte("l1"), nil
+	}
+	return nil, perr("cost", int(c), "CostL2 or CostL1")
+}
+
+// UnmarshalText reads "l2" or "l1".
+func (c *Cost) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "l2":
+		*c = CostL2
+	case "l1":
+		*c = CostL1
+	default:
+		return perr("cost", string(b), `"l2" or "l1"`)
+	}
+	return nil
 }
 
 // Staircase is the staircase mechanism (Geng and Viswanath 2012; KOV §4.1; thesis
@@ -57,6 +87,19 @@ func NewStaircase(o StaircaseOptions) (*Staircase, error) {
 		return nil, err
 	}
 	return &Staircase{eps: o.Epsilon, sens: o.Sensitivity, cost: o.Cost, s: s}, nil
+}
+
+// Descriptor returns {"kind":"staircase","version":1,"epsilon":…,"sensitivity":…} (and
+// "cost":"l1" where chosen).
+func (m *Staircase) Descriptor() Descriptor {
+	return Describe(StaircaseOptions{Epsilon: m.eps, Sensitivity: m.sens, Cost: m.cost})
+}
+
+// PLD returns the canonical (ε, 0) pair, which dominates every ε-DP mechanism (KOV
+// Thm 2.4) — sound, not the staircase's own privacy loss distribution (an interim
+// answer until that one is provided).
+func (m *Staircase) PLD() (pld.Mechanism, error) {
+	return pld.EpsilonDelta{Epsilon: m.eps}, nil
 }
 
 // Guarantee returns (ε, 0).
