@@ -13,15 +13,26 @@ import (
 type PartitionSelectionOptions struct {
 	// Epsilon is the total ε of the selection over all the keys one privacy unit may
 	// hold; required, finite and > 0.
-	Epsilon float64
+	Epsilon float64 `json:"epsilon"`
 	// Delta is the total δ; required, in (0, 1). A key held by a single unit is kept
 	// with probability Delta/MaxPartitions, so δ = 0 is impossible.
-	Delta float64
+	Delta float64 `json:"delta"`
 	// MaxPartitions (max_partitions) bounds the number of distinct keys one privacy
 	// unit holds; required, in [1, 2^40]. The caller enforces it (contribution
 	// bounding) before counting units per key.
-	MaxPartitions int64
+	MaxPartitions int64 `json:"max_partitions"`
 }
+
+func (PartitionSelectionOptions) kind() string { return "partition_selection" }
+func (o PartitionSelectionOptions) build() (Mechanism, error) {
+	return NewPartitionSelection(o)
+}
+
+func init() {
+	register[PartitionSelectionOptions]("partition_selection", "epsilon", "delta", "max_partitions")
+}
+
+var _ Mechanism = (*PartitionSelection)(nil)
 
 // MaxPartitionSelectionSteps bounds the number of unit counts n for which the keep
 // probability is below 1: parameters whose recursion would need more steps (a
@@ -276,6 +287,12 @@ func (m *PartitionSelection) CertainKeep() int64 { return m.certain }
 // composition bound k·(ε', δ') is at most that).
 func (m *PartitionSelection) Guarantee() dpkit.Budget {
 	return dpkit.Budget{Epsilon: m.eps, Delta: m.delta}
+}
+
+// Descriptor returns {"kind":"partition_selection","version":1,"epsilon":…,"delta":…,
+// "max_partitions":…}.
+func (m *PartitionSelection) Descriptor() Descriptor {
+	return Describe(PartitionSelectionOptions{Epsilon: m.eps, Delta: m.delta, MaxPartitions: m.k})
 }
 
 // PerPartition returns the per-key parameters (ε', δ') = (ε/k, δ/k), rounded down.

@@ -379,6 +379,17 @@ func TestPartitionSelectionAccounting(t *testing.T) {
 	if p, err := m.PLD(); err != nil || p != (pld.EpsilonDelta{Epsilon: 1, Delta: 1e-6}) {
 		t.Errorf("PLD = %v, %v", p, err)
 	}
+	const form = `{"kind":"partition_selection","version":1,"epsilon":1,"delta":0.000001,"max_partitions":3}`
+	if got := m.Descriptor().String(); got != form {
+		t.Errorf("Descriptor = %s, want %s", got, form)
+	}
+	var d Descriptor
+	if err := json.Unmarshal([]byte(`{"kind":"partition_selection","version":1,"epsilon":1,"delta":0,"max_partitions":3}`), &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromDescriptor(d); err == nil || !strings.Contains(err.Error(), "needs δ > 0") {
+		t.Errorf("a descriptor with delta 0 rebuilt: %v", err)
+	}
 }
 
 // TestDirectedRounding checks the outward-rounded operations against exact big.Float
