@@ -2,6 +2,7 @@ package noise
 
 import (
 	"math"
+	"math/big"
 
 	"github.com/dpkit/dpkit"
 )
@@ -21,13 +22,27 @@ import (
 //
 // which is ε-DP for integer shifts up to M (the ratio of P at any two points of
 // [−M, M] is at most 1/b, and P(n)/P(n+M) = 1/b beyond), hence for the snapped query.
-// Every draw is exact: the geometric number of periods, the position in the period by
-// rejection with an exact Bernoulli(e^(−ε)), a fair sign with "−0" rejected.
+// r is at least 1 (the central step always holds 0); when γM < ½ the grid cannot
+// represent γ and the central step is one point wide.
+//
+// Every draw is exact and takes a bounded expected number of random words at every ε:
+// the magnitudes split into the central step |n| < r (weight 1 each) and the blocks
+// [r + jM, r + (j+1)M), j ≥ 0, of weight b^(j+1) each (the upper part of period j and
+// the lower part of period j+1), so
+//
+//	P(central) = (2r − 1)/(2r − 1 + 2M/(e^ε − 1)),
+//
+// drawn by comparing random bits with its binary expansion (computed from certified
+// bounds on e^ε − 1, expansion.go); then a uniform point of the central step, or a
+// geometric block index j, a uniform position in the block and a fair sign. (An earlier
+// sampler drew a period and accepted its upper part with probability b: about 1/(γ + b)
+// rounds a draw, which never ended once γM < ½ at large ε.)
 type Staircase struct {
 	eps, delta, gamma float64
 	k                 int
 	m, r              uint64
 	geo               DiscreteLaplace // rate ε (rounded down to a multiple of 2^−63)
+	central           *expansion      // P(central)
 }
 
 // Staircase limits: ε in [MinStaircaseEpsilon, MaxRate].
@@ -56,8 +71,11 @@ func NewStaircase(eps, delta, gamma float64) (*Staircase, error) {
 		return nil, err
 	}
 	m := uint64(math.Ceil(math.Ldexp(delta, -k)))
-	r := uint64(math.Floor(gamma*float64(m) + 0.5))
-	return &Staircase{eps: geo.rate, delta: delta, gamma: gamma, k: k, m: m, r: r, geo: *geo}, nil
+	r := max(1, uint64(math.Floor(gamma*float64(m)+0.5)))
+	central := tailOdds{num: geo.num, den: geo.den, a: new(big.Int).SetUint64(2*r - 1),
+		c: []*big.Int{new(big.Int).SetUint64(2 * m)}}
+	return &Staircase{eps: geo.rate, delta: delta, gamma: gamma, k: k, m: m, r: r, geo: *geo,
+		central: newExpansion(central.bounds)}, nil
 }
 
 // Epsilon returns the privacy parameter of the noise: ε rounded down to a multiple of
@@ -73,27 +91,19 @@ func (s *Staircase) Period() float64 { return math.Ldexp(float64(s.m), s.k) }
 // Gamma returns the effective γ = r/M of the grid distribution.
 func (s *Staircase) Gamma() float64 { return float64(s.r) / float64(s.m) }
 
-// sample returns the integer noise.
+// sample returns the integer noise (see Staircase for the construction).
 func (s *Staircase) sample(src Source) int64 {
 	r := bitReader{src: src}
+	if r.bernoulliExpansion(s.central) {
+		return int64(r.uniform(2*s.r-1)) - int64(s.r-1)
+	}
 	for {
-		g, ok := s.geo.magnitude(&r)
-		if !ok || g >= 1<<29 {
+		j, ok := s.geo.magnitude(&r)
+		if !ok || j >= 1<<29 {
 			continue // probability < exp(−2^17): see the package overview
 		}
-		var pos uint64
-		for {
-			pos = r.uniform(s.m)
-			if pos < s.r || r.bernoulliExp(s.geo.num, s.geo.den) {
-				break
-			}
-		}
-		n := g*s.m + pos
-		neg := r.bit() == 1
-		if neg && n == 0 {
-			continue
-		}
-		if neg {
+		n := s.r + j*s.m + r.uniform(s.m)
+		if r.bit() == 1 {
 			return -int64(n)
 		}
 		return int64(n)

@@ -193,3 +193,132 @@ func TestHeavyTail(t *testing.T) {
 		t.Error("NewHeavyTail(1) accepted")
 	}
 }
+
+// TestStaircaseNarrowStep: a central step much narrower than the period at large ε
+// (γ = 1e-6, ε = 12: r ≈ 4295 of M ≈ 2^32, P(central) ≈ 0.14), where the earlier
+// sampler needed ≈ 1/(γ + b) ≈ 1.6e5 rounds a draw. χ² over (central low half, central
+// high half, outer positive, outer negative) against P(central) = (2r−1)/(2r−1 + 2M/(e^ε−1));
+// false-rejection probability frp.
+func TestStaircaseNarrowStep(t *testing.T) {
+	s, err := NewStaircase(12, 1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, r := float64(s.m), float64(s.r)
+	outer := 2 * m / math.Expm1(s.Epsilon())
+	total := 2*r - 1 + outer
+	half := uint64(s.r / 2) // |n| < half: 2·half − 1 points
+	p := []float64{(2*float64(half) - 1) / total, (2*r - 2*float64(half)) / total, outer / 2 / total, outer / 2 / total}
+	counts := make([]int, 4)
+	src := Seeded(12)
+	for range draws(100000, 20000) {
+		z := s.sample(src)
+		n := uint64(max(z, -z))
+		switch {
+		case n < half:
+			counts[0]++
+		case n < s.r:
+			counts[1]++
+		case z > 0:
+			counts[2]++
+		default:
+			counts[3]++
+		}
+	}
+	chiSquare(t, "Staircase γ=1e-6", counts, p, frp)
+}
+
+// TestStaircaseLargeEpsilon is the regression test of the hang at ε = 70 (issue: γM < ½
+// made the central step empty and the old rejection loop never accepted): draws return
+// and lie in the central step, since P(|Z| ≥ r) < 2M/(e^ε − 1) < 2.5e-10 per draw; for the
+// ℓ1-optimal γ from ε = 45 and for γ = 0, r = 1 (the point 0 alone).
+func TestStaircaseLargeEpsilon(t *testing.T) {
+	for _, eps := range []float64{45, 66, 70, 700, MaxRate} {
+		for _, gamma := range []float64{StaircaseGammaL1(eps), StaircaseGammaL2(eps), 0} {
+			s, err := NewStaircase(eps, 1, gamma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gamma < 1/(2*float64(s.m)) && s.r != 1 {
+				t.Errorf("ε = %g, γ = %g: r = %d, want 1 (γM < ½)", eps, gamma, s.r)
+			}
+			src := Seeded(uint64(eps))
+			for range 1000 {
+				if z := s.sample(src); max(z, -z) >= int64(s.r) {
+					t.Fatalf("ε = %g, γ = %g: draw %d outside the central step (r = %d)", eps, gamma, z, s.r)
+				}
+			}
+		}
+	}
+}
+
+// TestExpm1Bounds: the certified bounds bracket e^x − 1 (mpmath 1.3.0 at 50 digits:
+// expm1(1) = 1.7182818284590452353602874713526624977572470937,
+// expm1(2^−12) = 0.00024417042974785493700523392413577375751962311976071,
+// expm1(100) = 26881171418161354484126255515800135873611117.773742) with a relative
+// width below 2^−(prec+16), and agree with math.Expm1 (error < 1 ulp) to 4e-16 elsewhere.
+func TestExpm1Bounds(t *testing.T) {
+	refs := []struct {
+		num, den uint64
+		want     string
+	}{
+		{1, 1, "1.7182818284590452353602874713526624977572470937"},
+		{1, 1 << 12, "0.00024417042974785493700523392413577375751962311976071"},
+		{100, 1, "26881171418161354484126255515800135873611117.773742"},
+	}
+	for _, c := range refs {
+		want, _, _ := big.ParseFloat(c.want, 10, 200, big.ToNearestEven)
+		lo, hi := expm1Bounds(c.num, c.den, 150)
+		if lo.Cmp(hi) > 0 {
+			t.Fatalf("x = %d/%d: lo > hi", c.num, c.den)
+		}
+		// the 50-digit reference is within 1e-49 relative of the truth: widen by that
+		slack := new(big.Float).Mul(want, big.NewFloat(1e-48))
+		wlo, whi := new(big.Float).Sub(want, slack), new(big.Float).Add(want, slack)
+		if lo.Cmp(whi) > 0 || hi.Cmp(wlo) < 0 {
+			t.Errorf("x = %d/%d: [%s, %s] misses %s", c.num, c.den, lo.Text('g', 50), hi.Text('g', 50), c.want)
+		}
+		width := new(big.Float).Quo(new(big.Float).Sub(hi, lo), lo)
+		if f, _ := width.Float64(); f > math.Ldexp(1, -150-16) {
+			t.Errorf("x = %d/%d: relative width %g", c.num, c.den, f)
+		}
+	}
+	for _, x := range []float64{0x1p-40, 0.37, 3, 45.5, 700} {
+		num, den, _ := Dyadic(x)
+		lo, hi := expm1Bounds(num, den, 64)
+		l, _ := lo.Float64()
+		h, _ := hi.Float64()
+		if want := math.Expm1(x); math.Abs(l/want-1) > 4e-16 || math.Abs(h/want-1) > 4e-16 {
+			t.Errorf("x = %g: [%g, %g], math.Expm1 %g", x, l, h, want)
+		}
+	}
+	if lo, hi := expm1Bounds(0, 1, 64); lo.Sign() != 0 || hi.Sign() != 0 {
+		t.Errorf("x = 0: [%v, %v], want 0", lo, hi)
+	}
+}
+
+// TestTailOddsExpansion: the words of the expansion of p = a/(a + c/u) agree with the
+// float64 value of p (53 bits), and a longer prefix computed at a higher precision
+// starts with the same words.
+func TestTailOddsExpansion(t *testing.T) {
+	for _, c := range []struct {
+		eps  float64
+		a, c int64
+	}{{1, 3, 5}, {12, 8589, 8589934592}, {0x1p-12, 1, 1 << 33}} {
+		num, den, _ := Dyadic(c.eps)
+		odds := tailOdds{num: num, den: den, a: big.NewInt(c.a), c: []*big.Int{big.NewInt(c.c)}}
+		e := newExpansion(odds.bounds)
+		u := math.Expm1(c.eps)
+		want := float64(c.a) / (float64(c.a) + float64(c.c)/u)
+		got := math.Ldexp(float64(e.word(0)), -64) + math.Ldexp(float64(e.word(1)), -128)
+		if math.Abs(got/want-1) > 1e-15 {
+			t.Errorf("ε = %g: expansion %g, want %g", c.eps, got, want)
+		}
+		long := expansionWords(odds.bounds, 6)
+		for i := range 6 {
+			if e.word(i) != long[i] {
+				t.Errorf("ε = %g: word %d differs", c.eps, i)
+			}
+		}
+	}
+}
