@@ -146,6 +146,13 @@ func (m *Staircase) Interval(beta float64) (float64, error) {
 	return (k+math.Min(s, 1))*period*(1+1e-12) + m.s.Granularity(), nil
 }
 
+// PLD returns the staircase's exact privacy loss distribution on its grid: three losses
+// −ε, 0 and ε whose worst shift is one full period (pld.Staircase), with the grid
+// distribution's ε (never above the ε asked for), period and central step.
+func (m *Staircase) PLD() (pld.Mechanism, error) {
+	return pld.Staircase{Epsilon: m.s.Epsilon(), Period: m.s.GridPeriod(), Step: m.s.GridStep()}, nil
+}
+
 // Release returns value plus staircase noise; value must be finite.
 func (m *Staircase) Release(value float64, src noise.Source) (float64, error) {
 	if err := checkValue("value", value); err != nil {

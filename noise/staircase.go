@@ -91,6 +91,12 @@ func (s *Staircase) Period() float64 { return math.Ldexp(float64(s.m), s.k) }
 // Gamma returns the effective γ = r/M of the grid distribution.
 func (s *Staircase) Gamma() float64 { return float64(s.r) / float64(s.m) }
 
+// GridPeriod returns M, the period in grid steps, and GridStep r, the central step's
+// width in grid steps (the parameters of the integer distribution, for its privacy loss
+// distribution pld.Staircase).
+func (s *Staircase) GridPeriod() uint64 { return s.m }
+func (s *Staircase) GridStep() uint64   { return s.r }
+
 // sample returns the integer noise (see Staircase for the construction).
 func (s *Staircase) sample(src Source) int64 {
 	r := bitReader{src: src}

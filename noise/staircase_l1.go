@@ -103,6 +103,11 @@ func (s *StaircaseL1) Period() float64 { return math.Ldexp(float64(s.m), s.k) }
 // Gamma returns the effective γ = r/M of the grid distribution.
 func (s *StaircaseL1) Gamma() float64 { return float64(s.r) / float64(s.m) }
 
+// GridPeriod returns M, the period in grid steps, and GridStep r, the central ball's
+// radius bound in grid steps (‖z‖₁ < r).
+func (s *StaircaseL1) GridPeriod() uint64 { return s.m }
+func (s *StaircaseL1) GridStep() uint64   { return s.r }
+
 // sample returns the integer noise vector (see StaircaseL1 for the construction).
 func (s *StaircaseL1) sample(src Source) [2]int64 {
 	r := bitReader{src: src}
