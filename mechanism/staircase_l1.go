@@ -78,6 +78,55 @@ func (m *StaircaseL1) Cost() float64 {
 	return m.s.Period() * StaircaseL1Cost(m.s.Epsilon(), m.s.Gamma(), m.s.Dims())
 }
 
+// NormBound returns w with P(‖released − value‖₁ ≥ w) ≤ β, from the grid distribution's
+// exact norm law (noise.StaircaseL1): the central ball ‖z‖₁ < r has 2r² − 2r + 1 points
+// of weight 1, the block [r + jM, r + (j+1)M) has norms n with 4n points of weight
+// b^(j+1) each, and the total weighs Z = C + α/u + β/u² (u = e^ε − 1). The smallest
+// grid norm n' with P(‖z‖₁ ≥ n') ≤ β is found by bisection over the block (or ball) that
+// holds it; w = (n'·g)(1 + 1e-9) + g covers the snapping (≤ g/2 per coordinate) and
+// the float rounding of the tail sums (relative error below 1e-11 for the at most 10^5
+// blocks reached from ε ≥ 2^−12, so each tail is inflated by 1e-9 before it is compared
+// with β).
+func (m *StaircaseL1) NormBound(beta float64) (float64, error) {
+	if err := checkBeta(beta); err != nil {
+		return 0, dpkit.InPackage("mechanism", err)
+	}
+	eps := m.s.Epsilon()
+	M, r := float64(m.s.GridPeriod()), float64(m.s.GridStep())
+	b, t := math.Exp(-eps), 1/math.Expm1(eps)
+	ball := func(x float64) float64 { return 2*x*x - 2*x + 1 } // #{‖z‖₁ < x}, x ≥ 1
+	alpha, bet := 4*M*r+2*M*(M-1), 4*M*M
+	z := ball(r) + alpha*t + bet*t*t
+	// tailFrom(j) = Σ_{i≥j} b^(i+1)(α + βi) / Z: the mass of the blocks j, j+1, …
+	tailFrom := func(j float64) float64 {
+		return math.Pow(b, j+1) * (alpha/(1-b) + bet*(j/(1-b)+b/((1-b)*(1-b)))) / z
+	}
+	const inflate = 1 + 1e-9
+	var n float64 // the smallest norm n' with P(‖z‖₁ ≥ n') ≤ β
+	if (alpha*t+bet*t*t)/z*inflate > beta {
+		// in a block: the first j whose following blocks hold ≤ β
+		j := 0.0
+		for tailFrom(j+1)*inflate > beta {
+			j++
+		}
+		lo := r + j*M // P(‖z‖₁ ≥ lo + s) = tail(j+1) + b^(j+1)·2[(lo+M)(lo+M−1) − (lo+s)(lo+s−1)]/Z
+		wj, next := math.Pow(b, j+1), tailFrom(j+1)
+		s, _ := numeric.BisectInt(-1, int64(M), func(s int64) (bool, error) {
+			x := lo + float64(s)
+			return (next+wj*2*((lo+M)*(lo+M-1)-x*(x-1))/z)*inflate > beta, nil
+		})
+		n = lo + float64(s) + 1
+	} else {
+		outer := (alpha*t + bet*t*t) / z
+		s, _ := numeric.BisectInt(0, int64(r), func(x int64) (bool, error) {
+			return (outer+(ball(r)-ball(float64(x)))/z)*inflate > beta, nil
+		})
+		n = float64(s) + 1
+	}
+	g := m.s.Granularity()
+	return n*g*inflate + g, nil
+}
+
 // ReleaseVector returns values (of length Dimension, finite) plus staircase noise.
 func (m *StaircaseL1) ReleaseVector(values []float64, src noise.Source) ([]float64, error) {
 	if len(values) != m.s.Dims() {

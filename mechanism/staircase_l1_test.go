@@ -222,3 +222,56 @@ func TestStaircasePLD(t *testing.T) {
 		}
 	}
 }
+
+// TestStaircaseL1NormBound: the empirical tail of ‖noise‖₁ at the bound is at most β
+// (seeded, 40000 draws; tolerance 6 binomial standard deviations: false-rejection
+// probability < 2e-9), and tight within the central ball (at ε = 12 more than β of the
+// draws reach 0.8·w); the bound falls as β grows.
+func TestStaircaseL1NormBound(t *testing.T) {
+	for _, eps := range []float64{0.5, 2, 12} {
+		m, err := NewStaircaseL1(StaircaseL1Options{Epsilon: eps, Sensitivity: 1, Dimension: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := noise.Seeded(uint64(eps * 10))
+		const n = 40000
+		norms := make([]float64, n)
+		for i := range norms {
+			out, _ := m.ReleaseVector([]float64{0.3, 0.7}, src)
+			norms[i] = math.Abs(out[0]-0.3) + math.Abs(out[1]-0.7)
+		}
+		prev := math.Inf(1)
+		for _, beta := range []float64{0.01, 0.05, 0.3} {
+			w, err := m.NormBound(beta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(w < prev) {
+				t.Errorf("ε=%g β=%g: bound %g not below the bound at a smaller β %g", eps, beta, w, prev)
+			}
+			prev = w
+			over, near := 0, 0
+			for _, x := range norms {
+				if x >= w {
+					over++
+				}
+				if x >= 0.8*w {
+					near++
+				}
+			}
+			sd := math.Sqrt(n * beta * (1 - beta))
+			if float64(over) > n*beta+6*sd {
+				t.Errorf("ε=%g β=%g: %d of %d draws beyond %g", eps, beta, over, n, w)
+			}
+			if eps == 12 && float64(near) < n*beta-6*sd {
+				t.Errorf("ε=%g β=%g: bound %g loose: only %d draws beyond 0.8·w", eps, beta, w, near)
+			}
+		}
+	}
+	m, _ := NewStaircaseL1(StaircaseL1Options{Epsilon: 1, Sensitivity: 1, Dimension: 2})
+	for _, beta := range []float64{0, 1, math.NaN()} {
+		if _, err := m.NormBound(beta); err == nil {
+			t.Errorf("β = %g accepted", beta)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 )
 
 const noiseUsage = `Usage: dpkit noise KIND --value V --sensitivity S --eps E [--delta D] [--n N] [--json]
+       dpkit noise staircase --dim 2 --value X,Y --sensitivity S --eps E [--n N] [--json]
 
 Release the value V with noise calibrated to sensitivity S and privacy ε (and δ for
 gaussian), from the operating system's cryptographic generator. The value is snapped to
@@ -28,10 +29,14 @@ KIND:
   gaussian    Gaussian mechanism, (ε, δ)-DP, σ by the analytic calibration of Balle
               and Wang 2018 (S is the ℓ2 sensitivity; --delta required)
   geometric   geometric mechanism for integers, ε-DP (V and S integers)
-  staircase   staircase mechanism (Geng–Viswanath), ε-DP, variance-optimal γ
+  staircase   staircase mechanism (Geng–Viswanath), ε-DP, variance-optimal γ; with
+              --dim 2 the correlated two-dimensional staircase of Kairouz's thesis
+              (Thm 2.3.1: optimal for the ℓ1 error; S is the ℓ1 sensitivity of (X, Y))
 
 Flags:
-  --value V          the true value, finite (an integer for geometric) (required)
+  --value V          the true value, finite (an integer for geometric) (required);
+                     with --dim 2 two comma-separated values X,Y
+  --dim D            dimension of the value, 1 (default) or 2 (staircase only)
   --sensitivity S    sensitivity, finite > 0 (an integer ≥ 1 for geometric) (required)
   --eps E            ε, finite > 0 (required)
   --delta D          δ in (0, 1), gaussian only (required there)
@@ -46,12 +51,18 @@ JSON output:
 scale is the noise scale actually used (laplace: b ≥ Δ/ε; gaussian: σ; geometric: 1/rate;
 staircase: the period ≥ Δ); ci95 is the 95% interval of the noise around the first
 released value (every value v has the interval v ± (hi − lo)/2).
+With --dim 2:
+  {"mechanism":"staircase","dimension":2,"vectors":[[x,y],…],"scale":…,"granularity":…,
+   "gamma":…,"expected_l1_error":…,"l1_radius95":…,"epsilon":…,"delta":0}
+gamma is the grid's γ (≈ the thesis's γ*), expected_l1_error is E‖noise‖₁ (thesis
+eq. (2.9)) and l1_radius95 a w with P(‖released − value‖₁ ≥ w) ≤ 5%.
 
 Exit status: 0 success; 1 infeasible; 2 usage error.
 
 Examples:
   dpkit noise laplace --value 1234 --sensitivity 1 --eps 0.5
   dpkit noise gaussian --value 10.5 --sensitivity 2 --eps 1 --delta 1e-6 --n 5 --json
+  dpkit noise staircase --dim 2 --value 120,37 --sensitivity 1 --eps 4
 `
 
 const maxNoiseN = 100000
@@ -59,10 +70,43 @@ const maxNoiseN = 100000
 type noiseCommand struct {
 	stdout io.Writer
 
-	value, sens, eps, delta *floatFlag
-	n                       int
-	json                    bool
+	value            *vectorFlag
+	sens, eps, delta *floatFlag
+	n, dim           int
+	json             bool
 }
+
+// vectorFlag is --value: one finite number, or with --dim 2 two comma-separated ones.
+type vectorFlag struct {
+	values []float64
+	set    bool
+}
+
+func (f *vectorFlag) Set(s string) error {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return fmt.Errorf("%q: want one number, or two comma-separated numbers X,Y with --dim 2", s)
+	}
+	vals := make([]float64, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%q: want a finite number", strings.TrimSpace(p))
+		}
+		vals[i] = v
+	}
+	f.values, f.set = vals, true
+	return nil
+}
+
+func (f *vectorFlag) String() string {
+	parts := make([]string, len(f.values))
+	for i, v := range f.values {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+func (f *vectorFlag) Type() string { return "float[,float]" }
 
 func init() {
 	register(command{name: "noise", order: 40,
@@ -80,7 +124,7 @@ func finiteCheck(name string, v float64) error {
 func newNoiseCommand(stdout io.Writer) *cobra.Command {
 	c := &noiseCommand{
 		stdout: stdout,
-		value:  &floatFlag{check: finiteCheck},
+		value:  &vectorFlag{},
 		sens:   &floatFlag{check: dpkit.CheckPositive},
 		eps:    &floatFlag{check: dpkit.CheckPositive},
 		delta:  deltaFlag(),
@@ -96,6 +140,7 @@ func newNoiseCommand(stdout io.Writer) *cobra.Command {
 	flags.Var(c.eps, "eps", "")
 	flags.Var(c.delta, "delta", "")
 	flags.IntVar(&c.n, "n", 1, "")
+	flags.IntVar(&c.dim, "dim", 1, "")
 	flags.BoolVar(&c.json, "json", false, "")
 	withUsage(cmd, noiseUsage)
 	return cmd
@@ -150,6 +195,12 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		return usagef("missing --eps: the privacy parameter epsilon is required")
 	case c.n < 1 || c.n > maxNoiseN:
 		return usagef("invalid --n %d: want an integer in [1, %d]", c.n, maxNoiseN)
+	case c.dim != 1 && c.dim != 2:
+		return usagef("invalid --dim %d: want 1 or 2", c.dim)
+	case c.dim == 2 && kind != "staircase":
+		return usagef("--dim 2 applies only to staircase (the two-dimensional ℓ1 staircase)")
+	case len(c.value.values) != c.dim:
+		return usagef("invalid --value %s: want %d number(s) for --dim %d", c.value, c.dim, c.dim)
 	}
 	if kind == "gaussian" {
 		if !c.delta.set || c.delta.value == 0 || c.delta.value == 1 {
@@ -159,6 +210,10 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		return usagef("--delta applies only to gaussian (%s is pure ε-DP)", kind)
 	}
 	src := noise.Secure()
+	if c.dim == 2 {
+		return c.runStaircaseL1(src)
+	}
+	value := c.value.values[0]
 	r := noiseReport{Mechanism: kind, Values: make([]float64, c.n), Epsilon: c.eps.value}
 	var half float64
 	switch kind {
@@ -167,7 +222,7 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+		if half, err = r.releaseFloats(m, value, src); err != nil {
 			return err
 		}
 		r.Scale = m.NoiseScale()
@@ -176,12 +231,12 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+		if half, err = r.releaseFloats(m, value, src); err != nil {
 			return err
 		}
 		r.Scale, r.Delta = m.Sigma(), c.delta.value
 	case "geometric":
-		v, s := c.value.value, c.sens.value
+		v, s := value, c.sens.value
 		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
 			return &dpkit.ParamError{Name: "value", Value: v, Want: "an integer in [-2^53, 2^53] for geometric"}
 		}
@@ -203,7 +258,7 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if half, err = r.releaseFloats(m, c.value.value, src); err != nil {
+		if half, err = r.releaseFloats(m, value, src); err != nil {
 			return err
 		}
 		r.Scale = m.Scale()
@@ -225,5 +280,56 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 	fmt.Fprintf(w, "scale\t%s\n", formatFloat(r.Scale))
 	fmt.Fprintf(w, "granularity\t%s\n", strconv.FormatFloat(r.Granularity, 'g', -1, 64))
 	fmt.Fprintf(w, "guarantee\t%v per release\n", dpkit.Budget{Epsilon: r.Epsilon, Delta: r.Delta})
+	return w.Flush()
+}
+
+// noiseVectorReport is the JSON output of dpkit noise staircase --dim 2.
+type noiseVectorReport struct {
+	Mechanism       string       `json:"mechanism"`
+	Dimension       int          `json:"dimension"`
+	Vectors         [][2]float64 `json:"vectors"`
+	Scale           float64      `json:"scale"`
+	Granularity     float64      `json:"granularity"`
+	Gamma           float64      `json:"gamma"`
+	ExpectedL1Error float64      `json:"expected_l1_error"`
+	L1Radius95      float64      `json:"l1_radius95"`
+	Epsilon         float64      `json:"epsilon"`
+	Delta           float64      `json:"delta"`
+}
+
+// runStaircaseL1 releases (X, Y) with the two-dimensional ℓ1 staircase.
+func (c *noiseCommand) runStaircaseL1(src noise.Source) error {
+	m, err := mechanism.NewStaircaseL1(mechanism.StaircaseL1Options{Epsilon: c.eps.value, Sensitivity: c.sens.value, Dimension: 2})
+	if err != nil {
+		return err
+	}
+	r := noiseVectorReport{Mechanism: "staircase", Dimension: 2, Vectors: make([][2]float64, c.n),
+		Scale: m.Scale(), Granularity: m.Granularity(), Gamma: m.Gamma(), ExpectedL1Error: m.Cost(), Epsilon: c.eps.value}
+	for i := range r.Vectors {
+		out, err := m.ReleaseVector(c.value.values, src)
+		if err != nil {
+			return err
+		}
+		r.Vectors[i] = [2]float64{out[0], out[1]}
+	}
+	if r.L1Radius95, err = m.NormBound(0.05); err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(c.stdout, r)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	vals := make([]string, len(r.Vectors))
+	for i, v := range r.Vectors {
+		vals[i] = "(" + formatFloat(v[0]) + ", " + formatFloat(v[1]) + ")"
+	}
+	fmt.Fprintf(w, "mechanism\tstaircase, two-dimensional (ℓ1)\n")
+	fmt.Fprintf(w, "released\t%s\n", strings.Join(vals, " "))
+	fmt.Fprintf(w, "95%% ℓ1 radius\t%s (‖released − value‖₁ below it with probability ≥ 95%%)\n", formatFloat(r.L1Radius95))
+	fmt.Fprintf(w, "expected ℓ1 error\t%s\n", formatFloat(r.ExpectedL1Error))
+	fmt.Fprintf(w, "gamma\t%s\n", formatFloat(r.Gamma))
+	fmt.Fprintf(w, "scale\t%s\n", formatFloat(r.Scale))
+	fmt.Fprintf(w, "granularity\t%s\n", strconv.FormatFloat(r.Granularity, 'g', -1, 64))
+	fmt.Fprintf(w, "guarantee\t%v per release\n", dpkit.Budget{Epsilon: r.Epsilon})
 	return w.Flush()
 }

@@ -109,3 +109,79 @@ func TestNoiseErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseStaircase2D: --dim 2 prints the documented keys; the expected ℓ1 error at
+// ε = 1, Δ = 1 is the thesis's V* (1.98615327945839306… from
+// mechanism/testdata/staircase_reference.json, 1e-6 relative for the grid's period
+// Δ(1 + 2^−31)); with 200 releases the fraction beyond l1_radius95 is below 20% except
+// with probability < 1e-30.
+func TestNoiseStaircase2D(t *testing.T) {
+	v := decodeJSON(t, mustSucceed(t, "", "noise", "staircase", "--dim", "2", "--value", "120,-37", "--sensitivity", "1", "--eps", "1", "--n", "200", "--json"))
+	if got, want := keysOf(v), "delta,dimension,epsilon,expected_l1_error,gamma,granularity,l1_radius95,mechanism,scale,vectors"; got != want {
+		t.Fatalf("keys %s, want %s", got, want)
+	}
+	if e := number(t, v, "expected_l1_error"); math.Abs(e/1.986153279458393-1) > 1e-6 {
+		t.Errorf("expected_l1_error %v, want ≈ 1.9861533", e)
+	}
+	if g := number(t, v, "gamma"); math.Abs(g/0.6670835615708486-1) > 1e-6 {
+		t.Errorf("gamma %v, want ≈ 0.66708356", g)
+	}
+	radius := number(t, v, "l1_radius95")
+	vecs, ok := v["vectors"].([]any)
+	if !ok || len(vecs) != 200 {
+		t.Fatalf("vectors = %v", v["vectors"])
+	}
+	outside := 0
+	for _, x := range vecs {
+		pair := x.([]any)
+		a, _ := pair[0].(json.Number).Float64()
+		b, _ := pair[1].(json.Number).Float64()
+		if math.Abs(a-120)+math.Abs(b+37) >= radius {
+			outside++
+		}
+	}
+	if outside > 40 {
+		t.Errorf("%d of 200 releases beyond the 95%% ℓ1 radius %v", outside, radius)
+	}
+	out := mustSucceed(t, "", "noise", "staircase", "--dim", "2", "--value", "1,2", "--sensitivity", "1", "--eps", "3")
+	for _, want := range []string{"two-dimensional", "95% ℓ1 radius", "expected ℓ1 error", "(ε=3, δ=0) per release"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []errorCase{
+		{name: "dim laplace", args: []string{"noise", "laplace", "--dim", "2", "--value", "1,2", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"only to staircase"}},
+		{name: "dim 3", args: []string{"noise", "staircase", "--dim", "3", "--value", "1,2,3", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
+		{name: "one coordinate", args: []string{"noise", "staircase", "--dim", "2", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"want 2 number(s)"}},
+		{name: "two for dim 1", args: []string{"noise", "staircase", "--value", "1,2", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"want 1 number(s)"}},
+		{name: "nan coordinate", args: []string{"noise", "staircase", "--dim", "2", "--value", "1,NaN", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"finite"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+	}
+}
+
+// TestNoiseStaircaseLargeEpsilon is the regression test of issue 24's hang: `dpkit noise
+// staircase --value 0 --sensitivity 1 --eps 70` returns (γM < ½ left the central step
+// empty and the old sampler's rejection loop never accepted), in one and two dimensions
+// and at the largest ε accepted.
+func TestNoiseStaircaseLargeEpsilon(t *testing.T) {
+	for _, args := range [][]string{
+		{"noise", "staircase", "--value", "0", "--sensitivity", "1", "--eps", "70", "--json"},
+		{"noise", "staircase", "--value", "0", "--sensitivity", "1", "--eps", "45", "--n", "100", "--json"},
+		{"noise", "staircase", "--value", "0", "--sensitivity", "1", "--eps", "1048576", "--json"},
+		{"noise", "staircase", "--dim", "2", "--value", "0,0", "--sensitivity", "1", "--eps", "70", "--json"},
+	} {
+		v := decodeJSON(t, mustSucceed(t, "", args...))
+		if number(t, v, "epsilon") <= 0 {
+			t.Errorf("%v: epsilon %v", args, v["epsilon"])
+		}
+	}
+}
