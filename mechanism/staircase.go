@@ -95,13 +95,6 @@ func (m *Staircase) Descriptor() Descriptor {
 	return Describe(StaircaseOptions{Epsilon: m.eps, Sensitivity: m.sens, Cost: m.cost})
 }
 
-// PLD returns the canonical (ε, 0) pair, which dominates every ε-DP mechanism (KOV
-// Thm 2.4) — sound, not the staircase's own privacy loss distribution (an interim
-// answer until that one is provided).
-func (m *Staircase) PLD() (pld.Mechanism, error) {
-	return pld.EpsilonDelta{Epsilon: m.eps}, nil
-}
-
 // Guarantee returns (ε, 0).
 func (m *Staircase) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
 

@@ -11,10 +11,17 @@ import (
 
 // StaircaseL1Options configures a multi-dimensional ℓ1 staircase mechanism.
 type StaircaseL1Options struct {
-	Epsilon     float64 // required, in [2^-12, 2^20]
-	Sensitivity float64 // required: the ℓ1 sensitivity Δ of the vector query, > 0
-	Dimension   int     // required: the number of coordinates, 2
+	Epsilon     float64 `json:"epsilon"`     // required, in [2^-12, 2^20]
+	Sensitivity float64 `json:"sensitivity"` // required: the ℓ1 sensitivity Δ of the vector query, > 0
+	Dimension   int     `json:"dimension"`   // required: the number of coordinates, 2
 }
+
+func (StaircaseL1Options) kind() string                { return "staircase_l1" }
+func (o StaircaseL1Options) build() (Mechanism, error) { return NewStaircaseL1(o) }
+
+func init() { register[StaircaseL1Options]("staircase_l1", "epsilon", "sensitivity", "dimension") }
+
+var _ Mechanism = (*StaircaseL1)(nil)
 
 // StaircaseL1 is the correlated multi-dimensional staircase mechanism of Kairouz's
 // thesis, §2.3 (eq. (2.8), Thm 2.3.1): noise whose density is a staircase in the ℓ1
@@ -45,6 +52,12 @@ func NewStaircaseL1(o StaircaseL1Options) (*StaircaseL1, error) {
 		return nil, dpkit.InPackage("mechanism", err)
 	}
 	return &StaircaseL1{eps: o.Epsilon, sens: o.Sensitivity, s: s}, nil
+}
+
+// Descriptor returns {"kind":"staircase_l1","version":1,"epsilon":…,"sensitivity":…,
+// "dimension":2}.
+func (m *StaircaseL1) Descriptor() Descriptor {
+	return Describe(StaircaseL1Options{Epsilon: m.eps, Sensitivity: m.sens, Dimension: m.s.Dims()})
 }
 
 // Guarantee returns (ε, 0).
