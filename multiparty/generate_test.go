@@ -7,6 +7,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
+
+	"github.com/dpkit/dpkit/internal/testenv"
 )
 
 // gonumBoxLP solves max c·v s.t. G v ≤ h, 0 ≤ v ≤ u (u finite) with gonum's dense
@@ -196,7 +198,7 @@ func bruteBounds(pr *Protocol, tab []int, ny int, q, pi []float64) (lower, upper
 // Row and column generation against the direct simplex method on the whole program
 // (both exact: their certified intervals must overlap and be narrower than 1e-9), on
 // unequal budgets with 0 < δ_i < 1 (k ≤ 6, up to 4096 transcripts) and δ = 0 (k ≤ 8;
-// k ≤ 5 under -short),
+// k ≤ 5 under -short, k = 8 in the long step only),
 // for majority, AND, OR and random functions with 2 and 3 outputs; the generated
 // certificate is re-evaluated by enumerating every transcript (1e-12 absolute).
 func TestGenerateAgainstDirect(t *testing.T) {
@@ -207,6 +209,9 @@ func TestGenerateAgainstDirect(t *testing.T) {
 	}{{3, true}, {4, true}, {5, true}, {6, false}, {6, true}, {8, false}} {
 		if testing.Short() && c.k > 5 {
 			continue // a few seconds each
+		}
+		if c.k == 8 && !testenv.IsLong() {
+			continue // about ten seconds: the long step (DPKIT_LONG=1)
 		}
 		eps, delta := make([]float64, c.k), make([]float64, c.k)
 		for i := range eps {
@@ -277,11 +282,10 @@ func TestGenerateLargerAgainstExact(t *testing.T) {
 // 2e-5 (measured 1.4e-5 after the interior point stage; docs/local-dp.md); the parity
 // must match its closed form (XORAccuracy), and
 // every answer must satisfy 0.5 ≤ Accuracy ≤ UpperBound ≤ average accuracy (the average
-// is the Bayes accuracy of the uniform prior, an upper bound on the worst case).
+// is the Bayes accuracy of the uniform prior, an upper bound on the worst case). OR and
+// XOR run in the default step; majority, AND and the random table (tens of seconds each
+// on two cores) in the long step.
 func TestWorstCaseTwelveUnequal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about two minutes")
-	}
 	k := 12
 	eps := make([]float64, k)
 	for i := range eps {
@@ -291,62 +295,76 @@ func TestWorstCaseTwelveUnequal(t *testing.T) {
 	for _, c := range []struct {
 		f      Function
 		maxGap float64
+		long   bool // minutes on two cores: the long step only
 	}{
-		{Majority(k), 1e-9}, {AND(k), 1e-9}, {OR(), 1e-9}, {XOR(), 1e-12},
-		{randomFunction(rand.New(rand.NewPCG(1, 1)), k, 2), 2e-5},
+		{Majority(k), 1e-9, true}, {AND(k), 1e-9, true}, {OR(), 1e-9, false}, {XOR(), 1e-12, false},
+		{randomFunction(rand.New(rand.NewPCG(1, 1)), k, 2), 2e-5, true},
 	} {
-		wc, err := WorstCaseAccuracy(pr, c.f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		avg, _ := AverageAccuracy(pr, c.f)
-		if wc.Gap() > c.maxGap || !(0.5 <= wc.Accuracy && wc.Accuracy <= wc.UpperBound && wc.UpperBound <= avg+1e-12) {
-			t.Errorf("%s: [%.13g, %.13g] (gap %.3g, want ≤ %g), average %.13g", c.f.Name, wc.Accuracy, wc.UpperBound, wc.Gap(), c.maxGap, avg)
-		}
-		if c.f.Name == "xor" && math.Abs(wc.Accuracy-XORAccuracy(pr)) > 1e-12 {
-			t.Errorf("xor: %.16g, closed form %.16g", wc.Accuracy, XORAccuracy(pr))
-		}
+		t.Run(c.f.Name, func(t *testing.T) {
+			if c.long {
+				testenv.Long(t)
+			} else if testing.Short() {
+				t.Skip("seconds: skipped under -short")
+			}
+			wc, err := WorstCaseAccuracy(pr, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			avg, _ := AverageAccuracy(pr, c.f)
+			if wc.Gap() > c.maxGap || !(0.5 <= wc.Accuracy && wc.Accuracy <= wc.UpperBound && wc.UpperBound <= avg+1e-12) {
+				t.Errorf("%s: [%.13g, %.13g] (gap %.3g, want ≤ %g), average %.13g", c.f.Name, wc.Accuracy, wc.UpperBound, wc.Gap(), c.maxGap, avg)
+			}
+			if c.f.Name == "xor" && math.Abs(wc.Accuracy-XORAccuracy(pr)) > 1e-12 {
+				t.Errorf("xor: %.16g, closed form %.16g", wc.Accuracy, XORAccuracy(pr))
+			}
+		})
 	}
 }
 
 // Unequal budgets with 0 < δ_i < 1 beyond the former limit of 4^9 transcripts: AND of 10
 // parties at δ_i = 0.01 (gap ≤ 1e-9) and majority of 10 at δ_i = 0.1 (gap ≤ 1e-6, the
 // target of the interior point stage with exact Newton solves followed by generation;
-// measured 1.5e-13, was 2.4e-2 before that stage); the bounds must be ordered, below the average
+// measured 1.5e-13, was 2.4e-2 before that stage; the long step only); the bounds must be ordered, below the average
 // accuracy, and above the worst case of the δ = 0 protocol with the same ε (revealing the bit with probability
 // δ_i is at least as informative: the δ = 0 report is a post-processing of it, eq. 16).
 func TestWorstCaseTenUnequalDelta(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about a minute")
-	}
 	k := 10
-	eps, delta := make([]float64, k), make([]float64, k)
+	eps := make([]float64, k)
 	for i := range eps {
-		eps[i], delta[i] = 1+0.1*float64(i), 0.01
+		eps[i] = 1 + 0.1*float64(i)
 	}
 	for _, c := range []struct {
 		f      Function
 		delta  float64
 		maxGap float64
-	}{{AND(k), 0.01, 1e-9}, {Majority(k), 0.1, 1e-6}} {
-		for i := range delta {
-			delta[i] = c.delta
-		}
-		pr := mustProtocol(t, eps, delta)
-		wc, err := WorstCaseAccuracy(pr, c.f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		avg, _ := AverageAccuracy(pr, c.f)
-		wc0, err := WorstCaseAccuracy(mustProtocol(t, eps, nil), c.f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s δ=%g: [%.13g, %.13g], gap %.3g", c.f.Name, c.delta, wc.Accuracy, wc.UpperBound, wc.Gap())
-		if wc.Gap() > c.maxGap || !(wc.Accuracy <= wc.UpperBound && wc.UpperBound <= avg+1e-12 && wc.UpperBound >= wc0.Accuracy-1e-12) {
-			t.Errorf("%s δ=%g: [%.13g, %.13g] (gap %.3g), average %.13g, δ = 0 worst case ≥ %.13g",
-				c.f.Name, c.delta, wc.Accuracy, wc.UpperBound, wc.Gap(), avg, wc0.Accuracy)
-		}
+		long   bool // tens of seconds on two cores: the long step only
+	}{{AND(k), 0.01, 1e-9, false}, {Majority(k), 0.1, 1e-6, true}} {
+		t.Run(c.f.Name, func(t *testing.T) {
+			if c.long {
+				testenv.Long(t)
+			} else if testing.Short() {
+				t.Skip("seconds: skipped under -short")
+			}
+			delta := make([]float64, k)
+			for i := range delta {
+				delta[i] = c.delta
+			}
+			pr := mustProtocol(t, eps, delta)
+			wc, err := WorstCaseAccuracy(pr, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			avg, _ := AverageAccuracy(pr, c.f)
+			wc0, err := WorstCaseAccuracy(mustProtocol(t, eps, nil), c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s δ=%g: [%.13g, %.13g], gap %.3g", c.f.Name, c.delta, wc.Accuracy, wc.UpperBound, wc.Gap())
+			if wc.Gap() > c.maxGap || !(wc.Accuracy <= wc.UpperBound && wc.UpperBound <= avg+1e-12 && wc.UpperBound >= wc0.Accuracy-1e-12) {
+				t.Errorf("%s δ=%g: [%.13g, %.13g] (gap %.3g), average %.13g, δ = 0 worst case ≥ %.13g",
+					c.f.Name, c.delta, wc.Accuracy, wc.UpperBound, wc.Gap(), avg, wc0.Accuracy)
+			}
+		})
 	}
 }
 

@@ -3,9 +3,10 @@ package multiparty
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
+
+	"github.com/dpkit/dpkit/internal/testenv"
 )
 
 // revealGame's products against the definition: on a random input set R, with parties
@@ -128,11 +129,9 @@ func TestRevealAgainstDirect(t *testing.T) {
 // δ_i = 0.01 (4^11 transcripts, 2^11 inputs: the restricted interior point stage).
 // Measured gap 1.1e-6 (2026-11-22); asserted ≤ 2e-6. The certificate is the package's
 // own evaluation (Kronecker products, checked against enumeration above). About 30 s:
-// it runs only with MULTIPARTY_LONG=1 (the full suite would exceed its 3.5 min budget).
+// it runs in the long step (scripts/test --long, DPKIT_LONG=1).
 func TestWorstCaseMajority11WithDelta(t *testing.T) {
-	if testing.Short() || os.Getenv("MULTIPARTY_LONG") == "" {
-		t.Skip("about 30 s; set MULTIPARTY_LONG=1")
-	}
+	testenv.Long(t)
 	k := 11
 	eps, delta := make([]float64, k), make([]float64, k)
 	for i := range eps {
