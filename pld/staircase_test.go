@@ -111,3 +111,37 @@ func TestStaircaseExtremes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStaircasePLD: any (ε, M, r) either fails Validate or gives masses that are ≥ 0, sum
+// to 1 (1e-12) and put P(L = ε) between ½ (the γ = 1 staircase) and the canonical
+// pair's e^ε/(1 + e^ε) (which dominates every ε-DP mechanism), and Compose of one
+// release answers δ(0) = P(L = ε)(1 − e^(−ε)) within its bracket.
+func FuzzStaircasePLD(f *testing.F) {
+	f.Add(1.0, uint64(1<<31), uint64(1<<29))
+	f.Add(70.0, uint64(1<<32), uint64(1))
+	f.Add(1e-9, uint64(5), uint64(5))
+	f.Add(800.0, uint64(3), uint64(2))
+	f.Fuzz(func(t *testing.T, eps float64, period, step uint64) {
+		m := Staircase{Epsilon: eps, Period: period, Step: step}
+		if m.Validate() != nil {
+			return
+		}
+		lo, mid, hi := m.Masses()
+		canon := 1 / (1 + math.Exp(-eps))
+		if lo < 0 || mid < 0 || math.Abs(lo+mid+hi-1) > 1e-12 || hi < 0.5*(1-1e-12) || hi > canon*(1+1e-12) {
+			t.Fatalf("%v: masses %g %g %g (canonical %g)", m, lo, mid, hi, canon)
+		}
+		if eps > 700 {
+			return // e^ε overflows the curve's evaluation; the masses above are the check
+		}
+		c, err := Compose([]Item{{m, 1}}, &Options{Tolerance: 1e-3})
+		if err != nil {
+			t.Fatalf("%v: %v", m, err)
+		}
+		want := hi * -math.Expm1(-eps)
+		up, low, _ := c.Delta(0)
+		if up < want*(1-1e-9) || low > want*(1+1e-9) {
+			t.Fatalf("%v: δ(0) in [%g, %g], closed form %g", m, low, up, want)
+		}
+	})
+}
