@@ -14,9 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpkit/dpkit/internal/server"
-	"github.com/dpkit/dpkit/ledger"
-	"github.com/dpkit/dpkit/ledger/postgres"
-	"github.com/dpkit/dpkit/ledger/sqlite"
 )
 
 const serveUsage = `Usage: dpkit serve [--addr HOST:PORT] [--db PATH|postgres://…] [--demo]
@@ -145,39 +142,13 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// open opens the ledger and the service's store in the same database. The ledger comes
-// first: it marks a new SQLite file as a dpkit ledger, then the service adds its tables.
+// open opens the database with one connection pool for the ledger and the service's
+// registry (server.Open).
 func (c *serveCommand) open(ctx context.Context) (*server.Server, func(), error) {
-	var ls ledger.Store
-	var err error
-	if server.IsPostgres(c.db) {
-		// Several processes may share one PostgreSQL database: the ledger locks the
-		// dataset budget's row in each spend, so together they never over-spend.
-		ls, err = postgres.Open(ctx, c.db, &postgres.Options{Create: true})
-	} else {
-		ls, err = sqlite.Open(ctx, c.db, &sqlite.Options{Create: true})
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := server.OpenStore(ctx, c.db)
-	if err != nil {
-		ls.Close()
-		return nil, nil, err
-	}
-	srv, err := server.New(server.Options{
-		Store:    st,
-		Ledger:   server.LedgerAccountant{L: ledger.New(ls)},
-		Engine:   server.QueryEngine{},
+	return server.Open(ctx, c.db, server.Options{
 		MaxBody:  c.maxBody,
 		ErrorLog: log.New(c.stderr, "dpkit serve: ", log.LstdFlags),
 	})
-	if err != nil {
-		st.Close()
-		ls.Close()
-		return nil, nil, err
-	}
-	return srv, func() { st.Close(); ls.Close() }, nil
 }
 
 // printHelp prints what to do next, with a curl command ready to paste.

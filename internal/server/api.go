@@ -8,8 +8,11 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/datasource"
+	"github.com/dpkit/dpkit/internal/registry"
 	"github.com/dpkit/dpkit/query"
 )
 
@@ -61,11 +64,8 @@ type CreateDatasetRequest struct {
 
 // TableSource names a PostgreSQL table (or view) to register as a dataset: the URL of its
 // database and its name, "schema.table" or "table" (taken literally, case-sensitive).
-// Only the declared columns are read, once, at registration (see snapshotTable).
-type TableSource struct {
-	URL  string `json:"url"`
-	Name string `json:"name"`
-}
+// Only the declared columns are read, once, at registration (see datasource.Snapshot).
+type TableSource = datasource.Table
 
 // DatasetInfo describes a dataset to its readers: never its rows.
 type DatasetInfo struct {
@@ -144,6 +144,24 @@ type CurveResponse struct {
 	Theorem string       `json:"theorem"`
 }
 
+// Role is what an API key may do: Admin or Analyst.
+type Role = registry.Role
+
+// Roles.
+const (
+	Admin   = registry.Admin   // registers datasets, manages keys and grants; sees every dataset
+	Analyst = registry.Analyst // queries the datasets granted to it; never sees rows
+)
+
+// KeyInfo describes an API key, never its secret.
+type KeyInfo struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Role    Role      `json:"role"`
+	Created time.Time `json:"created"`
+	Revoked bool      `json:"revoked,omitempty"`
+}
+
 // CreateKeyRequest is the body of POST /v1/keys.
 type CreateKeyRequest struct {
 	Name     string   `json:"name"`
@@ -153,7 +171,7 @@ type CreateKeyRequest struct {
 
 // CreateKeyResponse returns a new key: the secret is shown once and stored only hashed.
 type CreateKeyResponse struct {
-	KeyRecord
+	KeyInfo
 	Key      string   `json:"key"`
 	Datasets []string `json:"datasets"`
 }
@@ -163,7 +181,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // checkName validates a dataset name: it is also the table name in queries.
 func checkName(field, name string) error {
 	if !nameRE.MatchString(name) {
-		return &dpkit.ParamError{Name: field, Value: name, Want: "1 to 63 letters, digits and _, not starting with a digit"}
+		return &dpkit.ParamError{Pkg: "server", Name: field, Value: name, Want: "1 to 63 letters, digits and _, not starting with a digit"}
 	}
 	return nil
 }
@@ -179,7 +197,7 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 		return schema, err
 	}
 	if len(s.Columns) == 0 {
-		return schema, &dpkit.ParamError{Name: "columns", Value: 0, Want: "at least one column"}
+		return schema, &dpkit.ParamError{Pkg: "server", Name: "columns", Value: 0, Want: "at least one column"}
 	}
 	names := make([]string, 0, len(s.Columns))
 	for n := range s.Columns {
@@ -190,21 +208,21 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 		c := s.Columns[n]
 		t, err := query.ParseType(c.Type)
 		if err != nil {
-			return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].type", n), Value: c.Type, Want: `"int", "float" or "string"`}
+			return schema, &dpkit.ParamError{Pkg: "server", Name: fmt.Sprintf("columns[%s].type", n), Value: c.Type, Want: `"int", "float" or "string"`}
 		}
 		col := query.Column{Name: n, Type: t}
 		if t != query.String {
 			if c.Min == nil || c.Max == nil {
-				return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].min", n), Value: nil, Want: "bounds min and max for a numeric column"}
+				return schema, &dpkit.ParamError{Pkg: "server", Name: fmt.Sprintf("columns[%s].min", n), Value: nil, Want: "bounds min and max for a numeric column"}
 			}
 			col.Min, col.Max = *c.Min, *c.Max
 		} else if c.Min != nil || c.Max != nil {
-			return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].min", n), Value: "set", Want: "no bounds on a string column"}
+			return schema, &dpkit.ParamError{Pkg: "server", Name: fmt.Sprintf("columns[%s].min", n), Value: "set", Want: "no bounds on a string column"}
 		}
 		for i, v := range c.Domain {
 			text, err := domainText(v)
 			if err != nil {
-				return schema, &dpkit.ParamError{Name: fmt.Sprintf("columns[%s].domain[%d]", n, i), Value: v, Want: "a string or a number"}
+				return schema, &dpkit.ParamError{Pkg: "server", Name: fmt.Sprintf("columns[%s].domain[%d]", n, i), Value: v, Want: "a string or a number"}
 			}
 			col.Domain = append(col.Domain, text)
 		}
@@ -217,16 +235,16 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 		return schema, err
 	}
 	if s.Budget == nil {
-		return schema, &dpkit.ParamError{Name: "budget", Value: nil, Want: `an object {"epsilon": ε, "delta": δ}`}
+		return schema, &dpkit.ParamError{Pkg: "server", Name: "budget", Value: nil, Want: `an object {"epsilon": ε, "delta": δ}`}
 	}
 	if err := dpkit.CheckPositive("budget.epsilon", s.Budget.Epsilon); err != nil {
-		return schema, err
+		return schema, dpkit.InPackage("server", err)
 	}
 	if err := dpkit.CheckDelta("budget.delta", s.Budget.Delta); err != nil {
-		return schema, err
+		return schema, dpkit.InPackage("server", err)
 	}
 	if s.Budget.Delta >= 1 {
-		return schema, &dpkit.ParamError{Name: "budget.delta", Value: s.Budget.Delta, Want: "in [0, 1)"}
+		return schema, &dpkit.ParamError{Pkg: "server", Name: "budget.delta", Value: s.Budget.Delta, Want: "in [0, 1)"}
 	}
 	if s.Policy == nil {
 		s.Policy = &PolicySpec{Mode: "fixed"}
@@ -235,14 +253,14 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 	case "", "fixed":
 		s.Policy.Mode = "fixed"
 		if err := dpkit.CheckCount("policy.max_queries", s.Policy.MaxQueries, maxQueriesLimit); err != nil {
-			return schema, err
+			return schema, dpkit.InPackage("server", err)
 		}
 	case "adaptive":
 		if s.Policy.MaxQueries != 0 {
-			return schema, &dpkit.ParamError{Name: "policy.max_queries", Value: s.Policy.MaxQueries, Want: "absent under the adaptive policy (each query names its ε)"}
+			return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.max_queries", Value: s.Policy.MaxQueries, Want: "absent under the adaptive policy (each query names its ε)"}
 		}
 	default:
-		return schema, &dpkit.ParamError{Name: "policy.mode", Value: s.Policy.Mode, Want: `"fixed" or "adaptive"`}
+		return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.mode", Value: s.Policy.Mode, Want: `"fixed" or "adaptive"`}
 	}
 	return schema, nil
 }
@@ -264,7 +282,7 @@ func domainText(v any) (string, error) {
 }
 
 // info returns what readers of the dataset may see.
-func (s *DatasetSpec) info(rec DatasetRecord, admin bool) DatasetInfo {
+func (s *DatasetSpec) info(rec registry.DatasetRecord, admin bool) DatasetInfo {
 	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy}
 	if admin {
 		switch {

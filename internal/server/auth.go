@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dpkit/dpkit/internal/registry"
 )
 
 // API keys are "dpk_" followed by 32 random bytes (base64url, 43 characters). The store
@@ -39,25 +41,9 @@ func hashKey(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// CreateKey makes a new key with the given role and name, grants it datasets, and returns
-// its record and secret (shown once).
-func (s *Server) CreateKey(ctx context.Context, name string, role Role, datasets []string) (KeyRecord, string, error) {
-	k := KeyRecord{ID: newKeyID(), Name: name, Role: role, Created: time.Now().UTC()}
-	secret := newSecret()
-	if err := s.store.AddKey(ctx, k, hashKey(secret)); err != nil {
-		return KeyRecord{}, "", err
-	}
-	for _, d := range datasets {
-		if err := s.store.Grant(ctx, k.ID, d); err != nil {
-			return KeyRecord{}, "", err
-		}
-	}
-	return k, secret, nil
-}
-
 // principal is the authenticated caller.
 type principal struct {
-	KeyRecord
+	registry.KeyRecord
 }
 
 func (p principal) admin() bool { return p.Role == Admin }
@@ -71,7 +57,7 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	k     KeyRecord
+	k     registry.KeyRecord
 	until time.Time
 }
 
@@ -100,8 +86,8 @@ func (s *Server) authenticateKey(ctx context.Context, secret string) (principal,
 	if hit && now.Before(c.until) {
 		return principal{c.k}, nil
 	}
-	k, err := s.store.KeyByHash(ctx, hash)
-	if errors.Is(err, ErrNotFound) {
+	k, err := s.reg.KeyByHash(ctx, hash)
+	if errors.Is(err, registry.ErrNotFound) {
 		return principal{}, errUnauthorized
 	}
 	if err != nil {

@@ -94,7 +94,7 @@ func (s *Server) SetUpDemo(ctx context.Context) (DemoKeys, error) {
 // Bootstrap mints an admin key if the database has none (a fresh database), and returns
 // it; it returns "" when an admin key exists.
 func (s *Server) Bootstrap(ctx context.Context) (string, error) {
-	n, err := s.store.CountKeys(ctx, Admin)
+	n, err := s.reg.CountKeys(ctx, Admin)
 	if err != nil || n > 0 {
 		return "", err
 	}

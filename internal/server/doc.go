@@ -31,9 +31,10 @@
 // only as their SHA-256. Admin keys see every dataset; analyst keys see only the
 // datasets granted to them (others are reported "not found"). Datasets, keys and grants
 // live in the ledger's database (a SQLite file, or PostgreSQL shared by several server
-// processes), in tables created by this package's versioned migrations
-// (migrations/NNN_*.sql); each released answer is recorded in the ledger as the payload
-// of its release, in the transaction that checks the budget.
+// processes), opened once with one connection pool (package sqldb, see Open), in the
+// tables of package registry; a PostgreSQL table registered as a dataset is read by
+// package datasource. Each released answer is recorded in the ledger as the payload of
+// its release, in the transaction that checks the budget.
 //
 // See docs/service.md for the JSON shapes and a walk-through.
 package server

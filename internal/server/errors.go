@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/registry"
 	"github.com/dpkit/dpkit/query"
 )
 
@@ -68,9 +69,9 @@ func classify(err error) *httpError {
 		return errorf(http.StatusConflict, "%s", trimPrefix(err.Error()))
 	case errors.As(err, &ie):
 		return errorf(http.StatusConflict, "infeasible: %s", ie.Msg)
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, ErrExists), errors.Is(err, registry.ErrExists):
 		return errorf(http.StatusConflict, "%s", trimPrefix(err.Error()))
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, registry.ErrNotFound):
 		return errorf(http.StatusNotFound, "%s", trimPrefix(err.Error()))
 	}
 	return errorf(http.StatusInternalServerError, "internal error")

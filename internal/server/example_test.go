@@ -14,8 +14,6 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/internal/server"
-	"github.com/dpkit/dpkit/ledger"
-	"github.com/dpkit/dpkit/ledger/sqlite"
 )
 
 // post sends a JSON body with a Bearer key and decodes the JSON answer.
@@ -33,7 +31,7 @@ func post(url, key, body string) (int, map[string]any) {
 }
 
 // Example sets up the service as "dpkit serve --demo" does — the ledger and the
-// service's tables in one SQLite file — and asks the demo "flu" dataset a query over
+// service's registry in one SQLite file, through one connection pool — and asks the demo "flu" dataset a query over
 // HTTP. The answer is noisy (its value is not printed); what it cost is exact: one of the
 // fixed policy's 20 slots.
 func Example() {
@@ -45,20 +43,11 @@ func Example() {
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "dpkit.db")
 
-	ls, err := sqlite.Open(ctx, db, &sqlite.Options{Create: true}) // the ledger first
+	srv, closeDB, err := server.Open(ctx, db, server.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ls.Close()
-	st, err := server.OpenStore(ctx, db) // then the service's tables
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Options{Store: st, Ledger: server.LedgerAccountant{L: ledger.New(ls)}, Engine: server.QueryEngine{}})
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer closeDB()
 	keys, err := srv.SetUpDemo(ctx)
 	if err != nil {
 		log.Fatal(err)
@@ -91,21 +80,11 @@ func ExampleServer_Register() {
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "dpkit.db")
-	ls, err := sqlite.Open(ctx, db, &sqlite.Options{Create: true})
+	srv, closeDB, err := server.Open(ctx, db, server.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ls.Close()
-	st, err := server.OpenStore(ctx, db)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	l := ledger.New(ls)
-	srv, err := server.New(server.Options{Store: st, Ledger: server.LedgerAccountant{L: l}, Engine: server.QueryEngine{}})
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer closeDB()
 	lo, hi := 10000.0, 100000.0
 	req := server.CreateDatasetRequest{
 		DatasetSpec: server.DatasetSpec{
@@ -120,16 +99,23 @@ func ExampleServer_Register() {
 		},
 		CSV: "name,dept,salary\nA,eng,50000\nB,ops,20000\nC,eng,150000\n",
 	}
+	admin, err := srv.Bootstrap(ctx) // a fresh database: the first admin key
+	if err != nil {
+		log.Fatal(err)
+	}
 	info, err := srv.Register(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
-	def, err := l.Definition(ctx, "pay")
-	if err != nil {
-		log.Fatal(err)
-	}
 	fmt.Println(info.Name, info.Policy.Mode, info.Policy.MaxQueries, info.Source)
-	fmt.Printf("per-query δ0 = δ/(2k) = %g\n", def.Policy.PerRelease.Delta)
+	// The ledger's calibrated per-query cost, as the budget route reports it.
+	req2, _ := http.NewRequest("GET", "/v1/datasets/pay/budget", nil)
+	req2.Header.Set("Authorization", "Bearer "+admin)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req2)
+	var b server.BudgetResponse
+	json.NewDecoder(w.Body).Decode(&b)
+	fmt.Printf("per-query δ0 = δ/(2k) = %g\n", b.PerQuery.Delta)
 	// A name is never reused, so a budget cannot be reset by registering again.
 	_, err = srv.Register(ctx, req)
 	fmt.Println("registering again:", errors.Is(err, server.ErrExists))

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,9 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dpkit/dpkit/ledger"
-	"github.com/dpkit/dpkit/ledger/postgres"
-	"github.com/dpkit/dpkit/ledger/sqlite"
+	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/noise"
 )
 
@@ -45,27 +44,23 @@ type env struct {
 // PostgreSQL URL — as "dpkit serve" does.
 func open(t testing.TB, db string) (*Server, func()) {
 	t.Helper()
-	ctx := context.Background()
-	var ls ledger.Store
-	var err error
-	if IsPostgres(db) {
-		ls, err = postgres.Open(ctx, db, &postgres.Options{Create: true})
-	} else {
-		ls, err = sqlite.Open(ctx, db, &sqlite.Options{Create: true})
-	}
+	srv, closeDB, err := Open(context.Background(), db, Options{Source: &lockedSource{src: noise.Seeded(1)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(ctx, db)
+	return srv, closeDB
+}
+
+// rawDB opens the database db a second time, as an outside tool would, to look at or
+// change its tables behind the service's back.
+func rawDB(t testing.TB, db string) *sql.DB {
+	t.Helper()
+	h, err := sqldb.Open(context.Background(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Store: st, Ledger: LedgerAccountant{L: ledger.New(ls)}, Engine: QueryEngine{},
-		Source: &lockedSource{src: noise.Seeded(1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, func() { st.Close(); ls.Close() }
+	t.Cleanup(func() { h.Close() })
+	return h.SQL
 }
 
 // newEnv is an env over a fresh SQLite file.

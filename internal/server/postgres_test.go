@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dpkit/dpkit/internal/pgtest"
+	"github.com/dpkit/dpkit/internal/registry"
 	"github.com/dpkit/dpkit/ledger"
 )
 
@@ -43,98 +41,37 @@ func TestPostgres(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnvAt(t, newSchema(t))) })
 	}
 	t.Run("Restart", func(t *testing.T) { testRestart(t, newSchema(t)) })
-	t.Run("Migrations", func(t *testing.T) { testMigrations(t, newSchema(t)) })
 	t.Run("MigrateV1", func(t *testing.T) { testMigrateV1(t, newSchema(t)) })
-}
-
-// TestMigrations: opening the store applies every migration once and records it;
-// reopening (also from two processes' worth of stores at once) changes nothing; a
-// database migrated by a newer dpkit is refused.
-func TestMigrations(t *testing.T) {
-	testMigrations(t, filepath.Join(t.TempDir(), "m.db"))
-}
-
-func testMigrations(t *testing.T, db string) {
-	ctx := context.Background()
-	_, closeDB := open(t, db) // the ledger first, as dpkit serve does
-	closeDB()
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migrations: %v %v", files, err)
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() {
-			st, err := OpenStore(ctx, db)
-			if err == nil {
-				st.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatalf("concurrent open: %v", err)
-		}
-	}
-	st, err := OpenStore(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rows, err := st.db.QueryContext(ctx, "SELECT version FROM server_migrations ORDER BY version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var versions []int
-	for rows.Next() {
-		var v int
-		rows.Scan(&v)
-		versions = append(versions, v)
-	}
-	rows.Close()
-	if len(versions) != len(files) {
-		t.Fatalf("recorded versions %v for %d migration files", versions, len(files))
-	}
-	for i, v := range versions {
-		if v != i+1 {
-			t.Fatalf("recorded versions %v, want 1..%d", versions, len(files))
-		}
-	}
-	if _, err := st.db.ExecContext(ctx, st.q("INSERT INTO server_migrations (version, applied_at) VALUES (?, ?)"), 999, 0); err != nil {
-		t.Fatal(err)
-	}
-	if st2, err := OpenStore(ctx, db); err == nil || !strings.Contains(err.Error(), "newer") {
-		if st2 != nil {
-			st2.Close()
-		}
-		t.Fatalf("a schema from a newer dpkit: %v, want a refusal", err)
-	}
 }
 
 // TestMigrateV1: a database of the service's schema version 1 is migrated on open.
 func TestMigrateV1(t *testing.T) { testMigrateV1(t, filepath.Join(t.TempDir(), "v1.db")) }
 
-// testMigrateV1: a database of schema version 1 (datasets without an origin) is brought
-// to the latest version on open, keeping its datasets, which still answer queries.
+// testMigrateV1: a database of schema version 1 as dpkit wrote it (datasets without an
+// origin, versions in server_migrations) is brought to the latest version on open,
+// keeping its datasets, which still answer queries.
 func testMigrateV1(t *testing.T, db string) {
 	ctx := context.Background()
 	e := newEnvAt(t, db)
 	before := e.must(200, "POST", "/v1/datasets/flu/query", e.analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
 	// Back to version 1: the table as migration 001 made it.
-	for _, stmt := range []string{"ALTER TABLE server_datasets DROP COLUMN origin", "DELETE FROM server_migrations WHERE version > 1"} {
-		if _, err := e.srv.store.db.ExecContext(ctx, stmt); err != nil {
+	raw := rawDB(t, db)
+	for _, stmt := range []string{
+		"ALTER TABLE server_datasets DROP COLUMN origin",
+		"DELETE FROM server_migrations",
+		"INSERT INTO server_migrations (version, applied_at) VALUES (1, 0)",
+		"DELETE FROM dpkit_schema WHERE component = 'server'",
+	} {
+		if _, err := raw.ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e2 := newEnvAt(t, db)
 	var n int
-	if err := e2.srv.store.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM server_migrations").Scan(&n); err != nil || n != migrations.Latest() || n < 2 {
-		t.Fatalf("%d migrations recorded after reopening, %v; want %d", n, err, migrations.Latest())
+	if err := raw.QueryRowContext(ctx, "SELECT version FROM dpkit_schema WHERE component = 'server'").Scan(&n); err != nil || n != registry.SchemaVersion {
+		t.Fatalf("server schema version %d after reopening, %v; want %d", n, err, registry.SchemaVersion)
 	}
-	recs, err := e2.srv.store.Datasets(ctx)
+	recs, err := e2.srv.reg.Datasets(ctx)
 	if err != nil || len(recs) != 2 || recs[0].Origin != "" {
 		t.Fatalf("datasets after migration: %+v %v", recs, err)
 	}
@@ -163,7 +100,8 @@ func testLegacyAnswers(t *testing.T, e *env) {
 	legacy := Answer{Result: ptr(12345.0), Mechanism: first["mechanism"].(string), Scale: first["scale"].(float64), CI95: []float64{1, 2}}
 	body, _ := json.Marshal(legacy)
 	key := p.ID + "/old"
-	if _, err := e.srv.store.PutAnswer(ctx, AnswerRecord{Dataset: "flu", ReleaseKey: key, KeyID: p.ID, SQL: sql, Response: body, Created: def.Created}); err != nil {
+	if _, err := rawDB(t, e.db).ExecContext(ctx, `INSERT INTO server_answers (dataset, release_key, key_id, sql_text, response, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		"flu", key, p.ID, sql, string(body), def.Created.UnixNano()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Spend(ctx, ledger.Request{Budget: "flu", Cost: *def.Policy.PerRelease, Analyst: p.ID, Key: key,

@@ -37,10 +37,12 @@ type Accountant interface {
 	Releases(ctx context.Context, budget string) ([]Release, error)
 }
 
-// Errors an Accountant reports.
+// Errors an Accountant reports, and the service's own.
 var (
 	ErrBudgetExceeded = errors.New("server: budget exceeded")
 	ErrKeyConflict    = errors.New("server: idempotency key already used for a different release")
+	ErrNotFound       = errors.New("server: not found")
+	ErrExists         = errors.New("server: already exists")
 )
 
 // Spend is one release to record.

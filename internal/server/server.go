@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"os"
+
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dpkit/dpkit/internal/registry"
+	"github.com/dpkit/dpkit/internal/sqldb"
+	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/postgres"
+	"github.com/dpkit/dpkit/ledger/sqlite"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/query"
 )
@@ -21,11 +26,11 @@ import (
 // DefaultMaxBody is the default limit on request bodies (1 MiB).
 const DefaultMaxBody = 1 << 20
 
-// Options configures a Server. Store, Ledger and Engine are required.
+// Options configures a Server. Registry, Ledger and Engine are required (Open sets them).
 type Options struct {
-	Store  *Store
-	Ledger Accountant
-	Engine Engine
+	Registry *registry.Registry
+	Ledger   Accountant
+	Engine   Engine
 
 	// Source of the noise; nil means noise.Secure(). It must be safe for concurrent use.
 	Source noise.Source
@@ -39,7 +44,7 @@ type Options struct {
 // query layer. Create it with New.
 type Server struct {
 	opts    Options
-	store   *Store
+	reg     *registry.Registry
 	ledger  Accountant
 	engine  Engine
 	src     noise.Source
@@ -53,7 +58,7 @@ type Server struct {
 // dataset is a registered dataset; its table is loaded on first use.
 type dataset struct {
 	spec   DatasetSpec
-	rec    DatasetRecord
+	rec    registry.DatasetRecord
 	schema query.Schema
 
 	mu    sync.Mutex // guards table
@@ -62,8 +67,8 @@ type dataset struct {
 
 // New returns a Server over opts.
 func New(opts Options) (*Server, error) {
-	if opts.Store == nil || opts.Ledger == nil || opts.Engine == nil {
-		return nil, errors.New("server: Options.Store, Ledger and Engine are required")
+	if opts.Registry == nil || opts.Ledger == nil || opts.Engine == nil {
+		return nil, errors.New("server: Options.Registry, Ledger and Engine are required")
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
@@ -71,9 +76,48 @@ func New(opts Options) (*Server, error) {
 	if opts.Source == nil {
 		opts.Source = noise.Secure()
 	}
-	s := &Server{opts: opts, store: opts.Store, ledger: opts.Ledger, engine: opts.Engine, src: opts.Source, data: map[string]*dataset{}}
+	s := &Server{opts: opts, reg: opts.Registry, ledger: opts.Ledger, engine: opts.Engine, src: opts.Source, data: map[string]*dataset{}}
 	s.routes()
 	return s, nil
+}
+
+// Open opens the service's state in the database dsn — a SQLite file (created if
+// missing) or a postgres:// URL — with one connection pool that the ledger and the
+// registry share: the ledger first (it marks a new SQLite file as dpkit's), then the
+// registry. It returns a Server with opts' other settings (its Registry and Ledger are
+// set, and Engine if nil) and a function that closes the database.
+func Open(ctx context.Context, dsn string, opts Options) (*Server, func(), error) {
+	db, err := sqldb.Open(ctx, dsn, &sqldb.Options{Create: true, AppName: "dpkit-serve"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var ls ledger.Store
+	if db.Dialect == sqldb.Postgres {
+		// Several processes may share one PostgreSQL database: the ledger locks the
+		// dataset budget's row in each spend, so together they never over-spend.
+		ls, err = postgres.New(ctx, db, &postgres.Options{Create: true})
+	} else {
+		ls, err = sqlite.New(ctx, db, &sqlite.Options{Create: true})
+	}
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	closeAll := func() { ls.Close(); db.Close() }
+	if opts.Registry, err = registry.Open(ctx, db); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	opts.Ledger = LedgerAccountant{L: ledger.New(ls)}
+	if opts.Engine == nil {
+		opts.Engine = QueryEngine{}
+	}
+	s, err := New(opts)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return s, closeAll, nil
 }
 
 // ServeHTTP serves the API and the page.
@@ -185,120 +229,4 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return errorf(http.StatusBadRequest, "malformed JSON body: more than one JSON value")
 	}
 	return nil
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.db.PingContext(r.Context()); err != nil {
-		return errorf(http.StatusServiceUnavailable, "database unavailable")
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
-}
-
-func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": p.ID, "name": p.Name, "role": p.Role})
-	return nil
-}
-
-// lookup returns the dataset name as the caller may see it: admins see every dataset,
-// analysts only those granted to them (others are "not found", so that their existence
-// does not leak).
-func (s *Server) lookup(ctx context.Context, p principal, name string) (*dataset, error) {
-	d, err := s.dataset(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if !p.admin() {
-		ok, err := s.store.Granted(ctx, p.ID, d.spec.Name)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, notFound(name)
-		}
-	}
-	return d, nil
-}
-
-// dataset returns the registered dataset called name, reading the store if this
-// process has not seen it (another process sharing the database may have added it).
-func (s *Server) dataset(ctx context.Context, name string) (*dataset, error) {
-	s.mu.Lock()
-	d, ok := s.data[name]
-	s.mu.Unlock()
-	if ok {
-		return d, nil
-	}
-	if err := s.loadDatasets(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	d, ok = s.data[name]
-	s.mu.Unlock()
-	if !ok {
-		return nil, notFound(name)
-	}
-	return d, nil
-}
-
-// loadDatasets reads every dataset record of the store into the registry (tables are
-// loaded lazily).
-func (s *Server) loadDatasets(ctx context.Context) error {
-	recs, err := s.store.Datasets(ctx)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, rec := range recs {
-		if _, ok := s.data[rec.Name]; ok {
-			continue
-		}
-		var spec DatasetSpec
-		if err := json.Unmarshal(rec.Spec, &spec); err != nil {
-			return fmt.Errorf("dataset %q: stored spec: %w", rec.Name, err)
-		}
-		schema, err := spec.validate()
-		if err != nil {
-			return fmt.Errorf("dataset %q: stored spec: %w", rec.Name, err)
-		}
-		s.data[rec.Name] = &dataset{spec: spec, rec: rec, schema: schema}
-	}
-	return nil
-}
-
-// table returns the loaded table of d, loading it on first use (from its file, or from
-// the CSV text in the store). A failed load is not remembered: the next query tries
-// again (the file or the database may be back).
-func (s *Server) table(ctx context.Context, d *dataset) (Table, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.table != nil {
-		return d.table, nil
-	}
-	var r io.Reader
-	if d.rec.Path != "" {
-		f, err := os.Open(d.rec.Path)
-		if err != nil {
-			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
-		}
-		defer f.Close()
-		r = f
-	} else {
-		text, err := s.store.DatasetCSV(ctx, d.spec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
-		}
-		r = strings.NewReader(text)
-	}
-	t, err := s.engine.Load(d.schema, r)
-	if err != nil {
-		return nil, err
-	}
-	d.table = t
-	return t, nil
 }

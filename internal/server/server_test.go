@@ -472,7 +472,7 @@ func testRestart(t *testing.T, db string) {
 	if keys2.AnalystKey == keys.AnalystKey {
 		t.Fatal("a restart printed the old key")
 	}
-	recs, err := srv.store.Datasets(ctx)
+	recs, err := srv.reg.Datasets(ctx)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("datasets after restart: %d, %v", len(recs), err)
 	}

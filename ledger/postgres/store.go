@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -10,20 +11,22 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpkit/dpkit"
-	"github.com/dpkit/dpkit/internal/migrate"
+	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/ledger"
 )
 
-// Application is the value of dpkit_ledger_meta's "application" row.
+// Application is the value of dpkit_ledger_meta's "application" row, where ledgers of
+// schema 1 and 2 recorded their version.
 const Application = "dpkit-ledger"
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
 // migrations are the schema's versioned migrations, migrations/NNN_*.sql.
-var migrations = migrate.MustLoad(migrationFS, "migrations/*.sql")
+var migrations = sqldb.MustLoad(migrationFS, "migrations/*.sql")
 
 // SchemaVersion is the schema version this package writes (the highest migration).
 var SchemaVersion = migrations.Latest()
@@ -32,175 +35,132 @@ var SchemaVersion = migrations.Latest()
 type Options struct {
 	// Create makes a new ledger when the schema holds none.
 	Create bool
-	// MaxConns bounds the open connections; 0 means 8.
+	// MaxConns bounds the open connections (Open only); 0 means 8.
 	MaxConns int
 }
 
 // Store is a ledger.Store in a PostgreSQL database. It is safe for concurrent use.
 type Store struct {
-	cfg  *pgx.ConnConfig
-	idle chan *pgx.Conn
-	sem  chan struct{} // one token per open connection
+	db   *sqldb.DB
+	pool *pgxpool.Pool // db.Pool
+	own  bool          // Close closes db (Open), or leaves it to its owner (New)
 }
 
 var _ ledger.Store = (*Store)(nil)
 
 // Open connects to the ledger at url (postgres://… or postgresql://…), migrating an
-// older schema.
+// older schema, with a connection pool of its own; Close closes it.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	cfg, err := pgx.ParseConfig(url)
+	if !sqldb.IsPostgres(url) {
+		return nil, &dpkit.ParamError{Pkg: "ledger/postgres", Name: "db", Value: sqldb.Redact(url), Want: "a PostgreSQL URL postgres://user@host:port/database?…"}
+	}
+	db, err := sqldb.Open(ctx, url, &sqldb.Options{MaxConns: opts.MaxConns, AppName: "dpkit-ledger"})
 	if err != nil {
-		return nil, &dpkit.ParamError{Name: "url", Value: redact(url), Want: "a PostgreSQL URL postgres://user@host:port/database?…: " + err.Error()}
-	}
-	cfg.RuntimeParams["synchronous_commit"] = "on"
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "dpkit-ledger"
-	}
-	n := opts.MaxConns
-	if n <= 0 {
-		n = 8
-	}
-	s := &Store{cfg: cfg, idle: make(chan *pgx.Conn, n), sem: make(chan struct{}, n)}
-	err = s.with(ctx, func(c *pgx.Conn) error { return prepare(ctx, c, opts.Create) })
-	if err != nil {
-		s.Close()
 		return nil, err
 	}
+	s, err := New(ctx, db, opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.own = true
 	return s, nil
 }
 
-// redact hides a password in a URL for error messages.
-func redact(url string) string {
-	if i, j := strings.Index(url, "://"), strings.LastIndex(url, "@"); i >= 0 && j > i {
-		if k := strings.Index(url[i+3:j], ":"); k >= 0 {
-			return url[:i+3+k] + ":***" + url[j:]
-		}
+// New opens the ledger in db, a PostgreSQL database opened by sqldb.Open whose pool other
+// components of the process share (dpkit serve keeps its registry there): creating the
+// ledger's tables if opts.Create allows it, migrating an older schema, under an
+// advisory lock so that processes do not race. Close leaves db open.
+func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
 	}
-	return url
+	if db.Dialect != sqldb.Postgres {
+		return nil, fmt.Errorf("ledger/postgres: %s is a %s database", db.Name, db.Dialect)
+	}
+	_, err := db.Migrate(ctx, sqldb.Schema{
+		Component: "ledger", Migrations: migrations, Create: opts.Create,
+		Tables: []string{"dpkit_budgets", "dpkit_releases"},
+		Legacy: legacyVersion,
+	})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &Store{db: db, pool: db.Pool}, nil
 }
 
-// acquire returns an idle connection or dials a new one, up to the limit.
-func (s *Store) acquire(ctx context.Context) (*pgx.Conn, error) {
-	select {
-	case c := <-s.idle:
-		return c, nil
-	default:
+// legacyVersion is the ledger's version as dpkit recorded it before dpkit_schema: the
+// "schema_version" row of dpkit_ledger_meta, whose "application" row must say
+// Application.
+func legacyVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, "SELECT to_regclass('dpkit_ledger_meta') IS NOT NULL").Scan(&exists); err != nil || !exists {
+		return 0, err
 	}
-	select {
-	case c := <-s.idle:
-		return c, nil
-	case s.sem <- struct{}{}:
-		c, err := pgx.ConnectConfig(ctx, s.cfg)
-		if err != nil {
-			<-s.sem
-			return nil, fmt.Errorf("ledger/postgres: connect: %w", err)
+	rows, err := tx.QueryContext(ctx, "SELECT name, value FROM dpkit_ledger_meta")
+	if err != nil {
+		return 0, fmt.Errorf("%w: unreadable dpkit_ledger_meta: %v", sqldb.ErrForeign, err)
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return 0, fmt.Errorf("%w: unreadable dpkit_ledger_meta: %v", sqldb.ErrForeign, err)
 		}
-		return c, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		m[k] = v
 	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("%w: unreadable dpkit_ledger_meta: %v", sqldb.ErrForeign, err)
+	}
+	if m["application"] != Application {
+		return 0, fmt.Errorf("%w: dpkit_ledger_meta names application %q", sqldb.ErrForeign, m["application"])
+	}
+	v, err := strconv.Atoi(m["schema_version"])
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%w: malformed schema_version %q in dpkit_ledger_meta", sqldb.ErrForeign, m["schema_version"])
+	}
+	return v, nil
 }
 
-// release returns c to the pool, or closes it if it is broken or mid-transaction.
-func (s *Store) release(c *pgx.Conn) {
-	if c.IsClosed() || c.PgConn().TxStatus() != 'I' {
-		c.Close(context.Background())
-		<-s.sem
-		return
+// translate maps sqldb's errors to the ledger's: a foreign schema or one without a
+// ledger is ErrNotLedger, a newer schema ErrSchemaVersion.
+func translate(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{sqldb.ErrForeign, ledger.ErrNotLedger},
+		{sqldb.ErrMissing, ledger.ErrNotLedger},
+		{sqldb.ErrNewer, ledger.ErrSchemaVersion},
+	} {
+		if errors.Is(err, m.from) {
+			msg := strings.TrimPrefix(err.Error(), m.from.Error()+": ")
+			if m.from == sqldb.ErrMissing {
+				msg += " (create the ledger first)"
+			}
+			return fmt.Errorf("%w: %s", m.to, msg)
+		}
 	}
-	select {
-	case s.idle <- c:
-	default:
-		c.Close(context.Background())
-		<-s.sem
-	}
+	return err
 }
 
 // with runs fn on a pooled connection.
 func (s *Store) with(ctx context.Context, fn func(*pgx.Conn) error) error {
-	c, err := s.acquire(ctx)
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("ledger/postgres: %w", err)
 	}
-	defer s.release(c)
-	return fn(c)
+	defer c.Release()
+	return fn(c.Conn())
 }
 
-// Close closes the idle connections; connections in use close when released.
+// Close closes the pool if Open made it; connections in use close when released.
 func (s *Store) Close() error {
-	for {
-		select {
-		case c := <-s.idle:
-			c.Close(context.Background())
-			<-s.sem
-		default:
-			return nil
-		}
+	if s.own {
+		return s.db.Close()
 	}
-}
-
-// prepare checks that the schema holds a dpkit ledger of a known version, creating or
-// migrating it as allowed, under an advisory lock so that processes do not race.
-func prepare(ctx context.Context, c *pgx.Conn, create bool) error {
-	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('dpkit_ledger_migrate'))"); err != nil {
-			return err
-		}
-		var meta, budgets, releases *string
-		if err := tx.QueryRow(ctx, "SELECT to_regclass('dpkit_ledger_meta')::text, to_regclass('dpkit_budgets')::text, to_regclass('dpkit_releases')::text").
-			Scan(&meta, &budgets, &releases); err != nil {
-			return err
-		}
-		version := 0
-		switch {
-		case meta == nil && (budgets != nil || releases != nil):
-			return fmt.Errorf("%w: the schema has dpkit_budgets or dpkit_releases tables but no dpkit_ledger_meta", ledger.ErrNotLedger)
-		case meta == nil && !create:
-			return fmt.Errorf("%w: no dpkit ledger in this database schema (create the ledger first)", ledger.ErrNotLedger)
-		case meta != nil:
-			rows, err := tx.Query(ctx, "SELECT name, value FROM dpkit_ledger_meta")
-			if err != nil {
-				return fmt.Errorf("%w: unreadable dpkit_ledger_meta: %v", ledger.ErrNotLedger, err)
-			}
-			kv, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
-				var p [2]string
-				return p, r.Scan(&p[0], &p[1])
-			})
-			if err != nil {
-				return fmt.Errorf("%w: unreadable dpkit_ledger_meta: %v", ledger.ErrNotLedger, err)
-			}
-			m := map[string]string{}
-			for _, p := range kv {
-				m[p[0]] = p[1]
-			}
-			if m["application"] != Application {
-				return fmt.Errorf("%w: dpkit_ledger_meta names application %q", ledger.ErrNotLedger, m["application"])
-			}
-			v, err := strconv.Atoi(m["schema_version"])
-			if err != nil || v < 1 {
-				return fmt.Errorf("%w: malformed schema_version %q", ledger.ErrNotLedger, m["schema_version"])
-			}
-			if v > SchemaVersion {
-				return fmt.Errorf("%w: the ledger has schema version %d; this dpkit reads up to %d (upgrade dpkit)", ledger.ErrSchemaVersion, v, SchemaVersion)
-			}
-			version = v
-		}
-		err := migrations.Apply(version, func(m migrate.Migration) error {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO dpkit_ledger_meta (name, value) VALUES ('application', $1), ('schema_version', $2)
-				ON CONFLICT (name) DO UPDATE SET value = excluded.value`, Application, strconv.Itoa(m.Version))
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("ledger/postgres: %w", err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // Create implements ledger.Store.
@@ -285,11 +245,9 @@ func (s *Store) Stats(ctx context.Context, id string) (st ledger.Stats, err erro
 // Spend implements ledger.Store: one transaction that locks the chain's budget rows
 // (root first) with SELECT … FOR UPDATE, and commits synchronously before returning.
 func (s *Store) Spend(ctx context.Context, chain []string, rel ledger.Release, decide ledger.Decide) (got ledger.Release, replayed bool, err error) {
-	err = s.with(ctx, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			got, replayed, err = spendTx(ctx, tx, chain, rel, decide)
-			return err
-		})
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		got, replayed, err = spendTx(ctx, tx, chain, rel, decide)
+		return err
 	})
 	if err != nil {
 		return ledger.Release{}, false, err

@@ -75,7 +75,8 @@ func TestNotALedger(t *testing.T) {
 		{"foreign meta", "CREATE TABLE dpkit_ledger_meta (name text PRIMARY KEY, value text NOT NULL); INSERT INTO dpkit_ledger_meta VALUES ('application', 'other')", ledger.ErrNotLedger},
 		{"foreign budgets table", "CREATE TABLE dpkit_budgets (x int)", ledger.ErrNotLedger},
 		{"garbage meta", "CREATE TABLE dpkit_ledger_meta (a int)", ledger.ErrNotLedger},
-		{"newer schema", "CREATE TABLE dpkit_ledger_meta (name text PRIMARY KEY, value text NOT NULL); INSERT INTO dpkit_ledger_meta VALUES ('application', 'dpkit-ledger'), ('schema_version', '99')", ledger.ErrSchemaVersion},
+		{"newer schema (earlier format)", "CREATE TABLE dpkit_ledger_meta (name text PRIMARY KEY, value text NOT NULL); INSERT INTO dpkit_ledger_meta VALUES ('application', 'dpkit-ledger'), ('schema_version', '99')", ledger.ErrSchemaVersion},
+		{"newer schema", "CREATE TABLE dpkit_schema (component text PRIMARY KEY, version int NOT NULL, updated_us bigint NOT NULL); INSERT INTO dpkit_schema VALUES ('ledger', 99, 0)", ledger.ErrSchemaVersion},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +161,8 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "ALTER TABLE dpkit_releases DROP COLUMN payload; UPDATE dpkit_ledger_meta SET value = '1' WHERE name = 'schema_version'"); err != nil {
+	// Back to schema 1 as dpkit wrote it: the version in dpkit_ledger_meta, no dpkit_schema.
+	if _, err := c.Exec(ctx, "ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; UPDATE dpkit_ledger_meta SET value = '1' WHERE name = 'schema_version'"); err != nil {
 		t.Fatal(err)
 	}
 	s, err = Open(ctx, loc, nil)
@@ -168,9 +170,14 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var version string
-	if err := c.QueryRow(ctx, "SELECT value FROM dpkit_ledger_meta WHERE name = 'schema_version'").Scan(&version); err != nil || version != "2" || SchemaVersion != 2 {
-		t.Fatalf("schema_version %q after migration (SchemaVersion %d), %v", version, SchemaVersion, err)
+	var version int
+	if err := c.QueryRow(ctx, "SELECT version FROM dpkit_schema WHERE component = 'ledger'").Scan(&version); err != nil || version != SchemaVersion || SchemaVersion < 3 {
+		t.Fatalf("dpkit_schema version %d after migration (SchemaVersion %d), %v", version, SchemaVersion, err)
+	}
+	// Older dpkit (which read dpkit_ledger_meta, up to 2) now refuse the database.
+	var fence string
+	if err := c.QueryRow(ctx, "SELECT value FROM dpkit_ledger_meta WHERE name = 'schema_version'").Scan(&fence); err != nil || fence != "100" {
+		t.Fatalf("dpkit_ledger_meta schema_version %q after migration, %v; want 100", fence, err)
 	}
 	l = ledger.New(s)
 	if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "b", Payload: []byte("answer")}); err != nil {

@@ -165,12 +165,13 @@ func TestMigrateV1(t *testing.T) {
 		}
 	}
 	s.Close()
-	// Back to schema 1: the table as migration 001 made it.
+	// Back to schema 1 as dpkit wrote it: the table as migration 001 made it, the
+	// version in user_version, no dpkit_schema.
 	db, err := sql.Open("sqlite", p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("ALTER TABLE dpkit_releases DROP COLUMN payload; PRAGMA user_version = 1"); err != nil {
+	if _, err := db.Exec("ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -180,9 +181,13 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var version int
-	if err := s.db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != SchemaVersion || SchemaVersion != 2 {
-		t.Fatalf("user_version %d after migration (SchemaVersion %d), %v", version, SchemaVersion, err)
+	var version, fence int
+	if err := s.db.QueryRow("SELECT version FROM dpkit_schema WHERE component = 'ledger'").Scan(&version); err != nil || version != SchemaVersion || SchemaVersion < 3 {
+		t.Fatalf("dpkit_schema version %d after migration (SchemaVersion %d), %v", version, SchemaVersion, err)
+	}
+	// Older dpkit (which read user_version, up to 2) now refuse the file.
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&fence); err != nil || fence != 100 {
+		t.Fatalf("user_version %d after migration, %v; want 100", fence, err)
 	}
 	l = ledger.New(s)
 	rc, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "c", Payload: []byte("answer")})

@@ -1,43 +1,38 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-
-	"github.com/dpkit/dpkit"
-	"github.com/dpkit/dpkit/internal/migrate"
+	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/ledger"
 )
 
-// ApplicationID marks a SQLite file as a dpkit ledger (PRAGMA application_id; "dpkl").
-const ApplicationID = 0x64706b6c
+// ApplicationID marks a SQLite file as a dpkit database (PRAGMA application_id; "dpkl").
+const ApplicationID = sqldb.ApplicationID
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
 // migrations are the schema's versioned migrations, migrations/NNN_*.sql.
-var migrations = migrate.MustLoad(migrationFS, "migrations/*.sql")
+var migrations = sqldb.MustLoad(migrationFS, "migrations/*.sql")
 
 // SchemaVersion is the schema version this package writes (the highest migration).
 var SchemaVersion = migrations.Latest()
 
 // Options tunes Open. The zero value opens an existing ledger.
 type Options struct {
-	// Create makes a new ledger when the file does not exist or is empty.
+	// Create makes a new ledger when the file does not exist or is empty, or (New) when
+	// the database holds no ledger yet.
 	Create bool
 	// BusyTimeout is how long a transaction waits for another process's lock before
 	// failing; 0 means 30 s.
@@ -52,7 +47,9 @@ type Options struct {
 // before it — and commits once (one fsync), then acknowledges each. A Spend returns
 // only after the transaction holding its release has committed.
 type Store struct {
-	db   *sql.DB
+	sdb  *sqldb.DB
+	db   *sql.DB // sdb.SQL
+	own  bool    // Close closes sdb (Open), or leaves it to its owner (New)
 	path string
 	mu   sync.Mutex // serialises this process's write transactions (others wait on the file lock)
 
@@ -82,45 +79,50 @@ type spendCall struct {
 
 var _ ledger.Store = (*Store)(nil)
 
-// header is the first 16 bytes of every SQLite database file.
-var header = []byte("SQLite format 3\x00")
-
-// Open opens the ledger in the SQLite file at path (migrating an older schema).
+// Open opens the ledger in the SQLite file at path (migrating an older schema), in a
+// database of its own; Close closes it.
 func Open(ctx context.Context, file string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	if file == "" || strings.ContainsAny(file, "?#") {
-		return nil, &dpkit.ParamError{Name: "path", Value: file, Want: "a file path without '?' or '#'"}
-	}
-	busy := opts.BusyTimeout
-	if busy <= 0 {
-		busy = 30 * time.Second
-	}
-	fresh, err := checkFile(file, opts.Create)
+	db, err := sqldb.Open(ctx, file, &sqldb.Options{Create: opts.Create, BusyTimeout: opts.BusyTimeout})
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
-	base := fmt.Sprintf("%s?_busy_timeout=%d&_txlock=immediate", file, busy.Milliseconds())
-	if err := prepare(ctx, base, fresh); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", base+"&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=1")
+	s, err := New(ctx, db, opts)
 	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(4)
-	db.SetConnMaxIdleTime(time.Minute)
-	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, classify(file, err)
+		return nil, err
 	}
-	s := &Store{db: db, path: file, wake: make(chan struct{}, 1), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	s.own = true
+	return s, nil
+}
+
+// New opens the ledger in db, a SQLite database opened by sqldb.Open that other
+// components of the process share (dpkit serve keeps its registry there): creating the
+// ledger's tables if opts.Create allows it, migrating an older schema. Close leaves db
+// open.
+func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if db.Dialect != sqldb.SQLite {
+		return nil, fmt.Errorf("ledger/sqlite: %s is a %s database", db.Name, db.Dialect)
+	}
+	_, err := db.Migrate(ctx, sqldb.Schema{
+		Component: "ledger", Migrations: migrations, Create: opts.Create,
+		Tables: []string{"dpkit_budgets", "dpkit_releases"},
+		Legacy: legacyVersion,
+	})
+	if err != nil {
+		return nil, translate(err)
+	}
+	s := &Store{sdb: db, db: db.SQL, path: db.Name, wake: make(chan struct{}, 1), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
 	for _, q := range spendQueries {
-		st, err := db.PrepareContext(ctx, q)
+		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
-			db.Close()
-			return nil, classify(file, err)
+			s.closeStmts()
+			return nil, s.classify(err)
 		}
 		s.stmts[q] = st
 	}
@@ -128,122 +130,32 @@ func Open(ctx context.Context, file string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// checkFile reports whether file is missing or empty (a new ledger), and rejects a
-// file that is not SQLite before the driver touches it.
-func checkFile(file string, create bool) (fresh bool, err error) {
-	f, err := os.Open(file)
+// legacyVersion is the ledger's version as dpkit recorded it before dpkit_schema:
+// PRAGMA user_version of a file marked with ApplicationID (sqldb has checked the mark).
+func legacyVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	var v int
+	err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// translate maps sqldb's errors to the ledger's: a foreign, corrupted or empty database
+// is ErrNotLedger, a newer schema ErrSchemaVersion.
+func translate(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{sqldb.ErrForeign, ledger.ErrNotLedger},
+		{sqldb.ErrMissing, ledger.ErrNotLedger},
+		{sqldb.ErrNewer, ledger.ErrSchemaVersion},
+	} {
+		if errors.Is(err, m.from) {
+			msg := strings.TrimPrefix(err.Error(), m.from.Error()+": ")
+			if m.from == sqldb.ErrMissing {
+				msg += " (create the ledger first)"
+			}
+			return fmt.Errorf("%w: %s", m.to, msg)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		if !create {
-			return false, fmt.Errorf("ledger/sqlite: %s: %w (create the ledger first)", file, fs.ErrNotExist)
-		}
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	buf := make([]byte, len(header))
-	n, err := io.ReadFull(f, buf)
-	switch {
-	case n == 0 && (err == io.EOF):
-		if !create {
-			return false, fmt.Errorf("%w: %s is empty (create the ledger first)", ledger.ErrNotLedger, file)
-		}
-		return true, nil
-	case err != nil && err != io.ErrUnexpectedEOF:
-		return false, err
-	case n < len(header) || !bytes.Equal(buf, header):
-		return false, fmt.Errorf("%w: %s is not a SQLite database", ledger.ErrNotLedger, file)
-	}
-	return false, nil
-}
-
-// prepare checks that the file is a dpkit ledger of a known schema version, creating
-// or migrating it as allowed, without changing a foreign file.
-func prepare(ctx context.Context, dsn string, fresh bool) error {
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return classify(dsn, err)
-	}
-	defer conn.Close()
-	app, version, tables, err := identify(ctx, conn)
-	if err != nil {
-		return classify(dsn, err)
-	}
-	switch {
-	case app == ApplicationID && version > SchemaVersion:
-		return fmt.Errorf("%w: the ledger has schema version %d; this dpkit reads up to %d (upgrade dpkit)", ledger.ErrSchemaVersion, version, SchemaVersion)
-	case app == ApplicationID && version == SchemaVersion:
-		return nil
-	case app == ApplicationID:
-		// an older schema: migrate below
-	case app == 0 && tables == 0 && version == 0 && fresh:
-		if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
-			return classify(dsn, err)
-		}
-	case app == 0 && tables == 0 && version == 0:
-		return fmt.Errorf("%w: the database is empty (create the ledger first)", ledger.ErrNotLedger)
-	default:
-		return fmt.Errorf("%w: a SQLite database of another application (application_id %d, %d tables)", ledger.ErrNotLedger, app, tables)
-	}
-	return upgrade(ctx, conn)
-}
-
-func identify(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (app, version, tables int, err error) {
-	if err = q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
-		return
-	}
-	if err = q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return
-	}
-	err = q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables)
-	return
-}
-
-// upgrade applies the migrations above the file's version in one IMMEDIATE
-// transaction (so that two processes creating one ledger do not race).
-func upgrade(ctx context.Context, conn *sql.Conn) error {
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	app, version, tables, err := identify(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if app != ApplicationID && (app != 0 || tables != 0) {
-		return fmt.Errorf("%w: a SQLite database of another application", ledger.ErrNotLedger)
-	}
-	err = migrations.Apply(version, func(m migrate.Migration) error {
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", ApplicationID, m.Version))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("ledger/sqlite: %w", err)
-	}
-	return tx.Commit()
-}
-
-// classify turns SQLite's "not a database" and "malformed" errors into ErrNotLedger.
-func classify(where string, err error) error {
-	var e *sqlite.Error
-	if errors.As(err, &e) {
-		switch e.Code() & 0xff {
-		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
-			return fmt.Errorf("%w: %s: %v", ledger.ErrNotLedger, strings.SplitN(where, "?", 2)[0], err)
-		}
+		return fmt.Errorf("ledger/sqlite: %w (create the ledger first)", err)
 	}
 	return err
 }
@@ -258,7 +170,19 @@ func (s *Store) Close() error {
 		s.notify()
 		<-s.stopped
 	})
-	return s.db.Close()
+	s.closeStmts()
+	if s.own {
+		return s.sdb.Close()
+	}
+	return nil
+}
+
+// closeStmts closes the prepared statements.
+func (s *Store) closeStmts() {
+	for q, st := range s.stmts {
+		st.Close()
+		delete(s.stmts, q)
+	}
 }
 
 // notify wakes the writer.
@@ -589,10 +513,7 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 }
 
 func (s *Store) classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	return classify(s.path, err)
+	return translate(s.sdb.Classify(err))
 }
 
 // String describes the store.

@@ -121,22 +121,30 @@ func TestNotALedger(t *testing.T) {
 	}
 }
 
-// TestSchemaVersion: a ledger written by a newer schema is refused.
+// TestSchemaVersion: a ledger written by a newer schema is refused — recorded in
+// dpkit_schema, or (a file of the earlier format) in user_version.
 func TestSchemaVersion(t *testing.T) {
 	ctx := context.Background()
-	p := filepath.Join(t.TempDir(), "l.db")
-	s, err := Open(ctx, p, &Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db, _ := sql.Open("sqlite", p)
-	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if _, err := Open(ctx, p, nil); !errors.Is(err, ledger.ErrSchemaVersion) {
-		t.Fatalf("got %v, want ErrSchemaVersion", err)
+	for _, tc := range []struct{ name, tamper string }{
+		{"dpkit_schema", "UPDATE dpkit_schema SET version = 99 WHERE component = 'ledger'"},
+		{"user_version", "DELETE FROM dpkit_schema; PRAGMA user_version = 99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "l.db")
+			s, err := Open(ctx, p, &Options{Create: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db, _ := sql.Open("sqlite", p)
+			if _, err := db.Exec(tc.tamper); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if _, err := Open(ctx, p, nil); !errors.Is(err, ledger.ErrSchemaVersion) || !strings.Contains(err.Error(), "upgrade dpkit") {
+				t.Fatalf("got %v, want ErrSchemaVersion saying to upgrade", err)
+			}
+		})
 	}
 }
 

@@ -1,7 +1,6 @@
-package migrate
+package sqldb
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,41 +73,4 @@ func TestMustLoadPanics(t *testing.T) {
 		}
 	}()
 	MustLoad(files("001_a.sql", "003_c.sql"), "m/*.sql")
-}
-
-func TestApply(t *testing.T) {
-	l := MustLoad(files("001_a.sql", "002_b.sql", "003_c.sql"), "m/*.sql")
-	for current, want := range [][]int{{1, 2, 3}, {2, 3}, {3}, nil, nil} {
-		var got []int
-		if err := l.Apply(current, func(m Migration) error { got = append(got, m.Version); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("Apply(%d) ran %v, want %v", current, got, want)
-		}
-	}
-	boom := errors.New("boom")
-	var ran []int
-	err := l.Apply(0, func(m Migration) error {
-		ran = append(ran, m.Version)
-		if m.Version == 2 {
-			return boom
-		}
-		return nil
-	})
-	if !errors.Is(err, boom) || err.Error() != "migration 002_b.sql: boom" || !reflect.DeepEqual(ran, []int{1, 2}) {
-		t.Fatalf("Apply with a failing step: %v after %v; want it to stop at 2 with the name", err, ran)
-	}
-}
-
-func TestStatements(t *testing.T) {
-	m := Migration{SQL: "-- header; not a statement\nCREATE TABLE a (x INT); -- trailing; comment\n\nCREATE TABLE b (\n  y TEXT -- column\n);\n;\n  \n"}
-	got := m.Statements()
-	if len(got) != 2 || strings.TrimSpace(got[0]) != "CREATE TABLE a (x INT)" ||
-		strings.Join(strings.Fields(got[1]), " ") != "CREATE TABLE b ( y TEXT )" {
-		t.Fatalf("Statements() = %q", got)
-	}
-	if s := (Migration{SQL: "-- only a comment\n"}).Statements(); len(s) != 0 {
-		t.Fatalf("a comment-only migration has statements %q", s)
-	}
 }

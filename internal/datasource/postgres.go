@@ -1,10 +1,9 @@
-package server
+package datasource
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/query"
 )
 
@@ -29,6 +29,13 @@ import (
 //
 // One limit of the CSV round trip: a "\r\n" inside a string value becomes "\n" (the CSV
 // reader's rule), in the snapshot and therefore in every answer alike.
+
+// Table names a PostgreSQL table (or view) to register as a dataset: the URL of its
+// database and its name, "schema.table" or "table" (taken literally, case-sensitive).
+type Table struct {
+	URL  string `json:"url"`
+	Name string `json:"name"`
+}
 
 // MaxSnapshotBytes bounds the CSV text of a table snapshot (256 MiB); a larger table is
 // refused (register a CSV file by "path" instead).
@@ -69,22 +76,23 @@ func parseTableName(name string) (pgx.Identifier, error) {
 		bad = bad || p == "" || len(p) > 63 || strings.ContainsRune(p, 0)
 	}
 	if bad {
-		return nil, &dpkit.ParamError{Name: "table.name", Value: name, Want: `"schema.table" or "table" (names of 1 to 63 bytes, taken literally: case-sensitive, no quotes needed)`}
+		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: name, Want: `"schema.table" or "table" (names of 1 to 63 bytes, taken literally: case-sensitive, no quotes needed)`}
 	}
 	return pgx.Identifier(parts), nil
 }
 
-// snapshotTable reads the declared columns of the table src names into CSV text (header
+// Snapshot reads the declared columns of the table src names into CSV text (header
 // first, the columns of schema in order) and returns it with a description of the source
-// without credentials. Every problem with the request or the table is a 400.
-func snapshotTable(ctx context.Context, src TableSource, schema query.Schema) (csvText, origin string, err error) {
-	if !IsPostgres(src.URL) {
+// without credentials. Every problem with the request or the table is a
+// *dpkit.ParamError naming the field; a cancelled ctx is ctx.Err().
+func Snapshot(ctx context.Context, src Table, schema query.Schema) (csvText, origin string, err error) {
+	if !sqldb.IsPostgres(src.URL) {
 		scheme, _, _ := strings.Cut(src.URL, ":") // not the rest, which may hold a password
-		return "", "", &dpkit.ParamError{Name: "table.url", Value: scheme + ":…", Want: "a PostgreSQL URL postgres://user@host:port/database?…"}
+		return "", "", &dpkit.ParamError{Pkg: "datasource", Name: "table.url", Value: scheme + ":…", Want: "a PostgreSQL URL postgres://user@host:port/database?…"}
 	}
 	cfg, err := pgx.ParseConfig(src.URL)
 	if err != nil {
-		return "", "", &dpkit.ParamError{Name: "table.url", Value: redact(src.URL), Want: "a PostgreSQL URL postgres://user@host:port/database?…: " + redactErr(err, src.URL)}
+		return "", "", &dpkit.ParamError{Pkg: "datasource", Name: "table.url", Value: sqldb.Redact(src.URL), Want: "a PostgreSQL URL postgres://user@host:port/database?…: " + sqldb.RedactIn(err.Error(), src.URL)}
 	}
 	ident, err := parseTableName(src.Name)
 	if err != nil {
@@ -100,7 +108,7 @@ func snapshotTable(ctx context.Context, src TableSource, schema query.Schema) (c
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
-		return "", "", &dpkit.ParamError{Name: "table.url", Value: redact(src.URL), Want: "a reachable PostgreSQL database: " + redactErr(err, src.URL)}
+		return "", "", &dpkit.ParamError{Pkg: "datasource", Name: "table.url", Value: sqldb.Redact(src.URL), Want: "a reachable PostgreSQL database: " + sqldb.RedactIn(err.Error(), src.URL)}
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -134,9 +142,9 @@ func snapshotTable(ctx context.Context, src TableSource, schema query.Schema) (c
 			c := &schema.Columns[i]
 			switch {
 			case v == nil && c.Type != query.String:
-				return "", "", errorf(http.StatusBadRequest, "%s: column %q has a NULL value; a numeric column (declared %s) needs a value in every row", origin, c.Name, c.Type)
+				return "", "", badData(origin, "its column %q has a NULL value; a numeric column (declared %s) needs a value in every row", c.Name, c.Type)
 			case c.Type == query.Float && (string(v) == "NaN" || string(v) == "Infinity" || string(v) == "-Infinity"):
-				return "", "", errorf(http.StatusBadRequest, "%s: column %q has a value %s; a float column needs finite numbers", origin, c.Name, v)
+				return "", "", badData(origin, "its column %q has a value %s; a float column needs finite numbers", c.Name, v)
 			}
 			if i > 0 {
 				b.WriteByte(',')
@@ -153,7 +161,7 @@ func snapshotTable(ctx context.Context, src TableSource, schema query.Schema) (c
 		}
 		b.WriteByte('\n')
 		if b.Len() > MaxSnapshotBytes {
-			return "", "", errorf(http.StatusBadRequest, "%s: the snapshot is larger than %d bytes as CSV: register a CSV file by \"path\" instead", origin, MaxSnapshotBytes)
+			return "", "", badData(origin, "the snapshot is larger than %d bytes as CSV: register a CSV file by \"path\" instead", MaxSnapshotBytes)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -170,7 +178,7 @@ func tableColumns(ctx context.Context, tx pgx.Tx, table string, schema query.Sch
 	var kind string
 	err := tx.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass($1)`, table).Scan(&kind)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &dpkit.ParamError{Name: "table.name", Value: table, Want: "an existing table or view (names are case-sensitive; without a schema, the URL's search_path applies)"}
+		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: table, Want: "an existing table or view (names are case-sensitive; without a schema, the URL's search_path applies)"}
 	}
 	if err != nil {
 		return nil, pgError(table, err)
@@ -178,7 +186,7 @@ func tableColumns(ctx context.Context, tx pgx.Tx, table string, schema query.Sch
 	switch kind {
 	case "r", "p", "v", "m", "f": // table, partitioned table, view, materialized view, foreign table
 	default:
-		return nil, &dpkit.ParamError{Name: "table.name", Value: table, Want: "a table or view (not an index, sequence or type)"}
+		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: table, Want: "a table or view (not an index, sequence or type)"}
 	}
 	rows, err := tx.Query(ctx, `SELECT a.attname::text, bt.typname::text, format_type(a.atttypid, a.atttypmod)
 		FROM pg_attribute a
@@ -212,13 +220,13 @@ func tableColumns(ctx context.Context, tx pgx.Tx, table string, schema query.Sch
 		}
 		switch {
 		case len(match) == 0:
-			return nil, &dpkit.ParamError{Name: field, Value: decl.Name, Want: "a column of table " + table}
+			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: decl.Name, Want: "a column of table " + table}
 		case len(match) > 1:
-			return nil, &dpkit.ParamError{Name: field, Value: decl.Name, Want: fmt.Sprintf("one column of table %s (%q and %q differ only in case: declare the exact name)", table, match[0].name, match[1].name)}
+			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: decl.Name, Want: fmt.Sprintf("one column of table %s (%q and %q differ only in case: declare the exact name)", table, match[0].name, match[1].name)}
 		}
 		c := match[0]
 		if allowed := pgTypes[decl.Type]; !allowed.names[c.typ] {
-			return nil, &dpkit.ParamError{Name: field, Value: "PostgreSQL type " + c.format,
+			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: "PostgreSQL type " + c.format,
 				Want: fmt.Sprintf("a column of type %s to be read as %s", allowed.want, decl.Type)}
 		}
 		exprs[i] = pgx.Identifier{c.name}.Sanitize() + "::text"
@@ -227,10 +235,16 @@ func tableColumns(ctx context.Context, tx pgx.Tx, table string, schema query.Sch
 }
 
 // pgError reports a PostgreSQL error while reading the table (permission denied, say)
-// as a 400 naming the table.
+// as a problem with "table.name".
 func pgError(where string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return errorf(http.StatusBadRequest, "reading %s: %v", where, err)
+	return badData(where, "reading it failed: %v", err)
+}
+
+// badData reports a table whose content or access the dataset's declaration cannot
+// accept, as a problem with "table.name".
+func badData(table, format string, args ...any) error {
+	return &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: table, Want: "a table readable as declared, but " + fmt.Sprintf(format, args...)}
 }

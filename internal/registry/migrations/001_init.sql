@@ -1,4 +1,5 @@
--- dpkit query service, schema version 1: datasets, API keys, grants and released answers.
+-- dpkit query service, schema version 1: datasets, API keys, grants and released answers
+-- (package internal/registry; before version 3, the tables of internal/server).
 -- Portable SQL (SQLite and PostgreSQL). The ledger keeps its own tables in the same
 -- database; every table here is prefixed "server_".
 

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/registry"
+)
+
+// API keys and grants: what the admin routes do.
+
+// CreateKey makes a new key with the given role and name, grants it datasets, and returns
+// its record and secret (shown once).
+func (s *Server) CreateKey(ctx context.Context, name string, role Role, datasets []string) (registry.KeyRecord, string, error) {
+	k := registry.KeyRecord{ID: newKeyID(), Name: name, Role: role, Created: time.Now().UTC()}
+	secret := newSecret()
+	if err := s.reg.AddKey(ctx, k, hashKey(secret)); err != nil {
+		return registry.KeyRecord{}, "", err
+	}
+	for _, d := range datasets {
+		if err := s.reg.Grant(ctx, k.ID, d); err != nil {
+			return registry.KeyRecord{}, "", err
+		}
+	}
+	return k, secret, nil
+}
+
+// NewKey validates req and makes the key it asks for.
+func (s *Server) NewKey(ctx context.Context, req CreateKeyRequest) (*CreateKeyResponse, error) {
+	if req.Role != Admin && req.Role != Analyst {
+		return nil, &dpkit.ParamError{Pkg: "server", Name: "role", Value: string(req.Role), Want: `"admin" or "analyst"`}
+	}
+	if strings.TrimSpace(req.Name) == "" || len(req.Name) > 100 {
+		return nil, &dpkit.ParamError{Pkg: "server", Name: "name", Value: req.Name, Want: "a non-empty name of at most 100 bytes"}
+	}
+	for i, name := range req.Datasets {
+		if _, err := s.dataset(ctx, name); err != nil {
+			return nil, &dpkit.ParamError{Pkg: "server", Name: fmt.Sprintf("datasets[%d]", i), Value: name, Want: "a registered dataset"}
+		}
+	}
+	k, secret, err := s.CreateKey(ctx, req.Name, req.Role, req.Datasets)
+	if err != nil {
+		return nil, err
+	}
+	ds := req.Datasets
+	if ds == nil {
+		ds = []string{}
+	}
+	return &CreateKeyResponse{KeyInfo: keyInfo(k), Key: secret, Datasets: ds}, nil
+}
+
+// keyInfo is what the API shows of a key.
+func keyInfo(k registry.KeyRecord) KeyInfo {
+	return KeyInfo{ID: k.ID, Name: k.Name, Role: k.Role, Created: k.Created, Revoked: k.Revoked}
+}
+
+// Keys lists every key (never a secret), revoked ones included, by creation time.
+func (s *Server) Keys(ctx context.Context) ([]KeyInfo, error) {
+	keys, err := s.reg.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = keyInfo(k)
+	}
+	return out, nil
+}
+
+// RevokeKey revokes key id on behalf of admin p (a key cannot revoke itself).
+func (s *Server) RevokeKey(ctx context.Context, p principal, id string) error {
+	if id == p.ID {
+		return errorf(http.StatusConflict, "a key cannot revoke itself")
+	}
+	if err := s.reg.RevokeKey(ctx, id); err != nil {
+		return err
+	}
+	s.forgetKeys()
+	return nil
+}
+
+// SetGrant lets key id query the dataset name (on), or takes that back, on behalf of
+// admin p.
+func (s *Server) SetGrant(ctx context.Context, p principal, name, id string, on bool) error {
+	d, err := s.lookup(ctx, p, name)
+	if err != nil {
+		return err
+	}
+	valid, err := s.reg.KeyValid(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !valid {
+		return errorf(http.StatusNotFound, "key %q not found", id)
+	}
+	if on {
+		return s.reg.Grant(ctx, id, d.spec.Name)
+	}
+	return s.reg.Revoke(ctx, id, d.spec.Name)
+}
