@@ -3,6 +3,7 @@ package mechanism
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
@@ -41,25 +42,62 @@ func checkValue(name string, x float64) error {
 
 func indexName(name string, i int) string { return fmt.Sprintf("%s[%d]", name, i) }
 
-// adder is a secure sampler that adds its noise to a value (noise.SecureLaplace,
-// noise.SecureGaussian).
-type adder interface {
-	Add(src noise.Source, x float64) float64
+// gridNoise is the integer noise of a grid mechanism whose output grid is g = 2^k
+// (Laplace: exact discrete Laplace of grid scale t; Gaussian: exact N_ℤ(0, S²)).
+type gridNoise interface {
+	gridExp() int
+	sample(src noise.Source) int64
 }
 
-// release adds a's noise to one finite value, for a mechanism of dimension 1.
-func release(a adder, dim int, value float64, src noise.Source) (float64, error) {
+// snap returns ⌊a + ½⌋ for a float64 a with |a| < 2^63, exactly (a + ½ itself is not
+// exact for |a| ≥ 2^52, where it rounds to even and can add one).
+func snap(a float64) int64 {
+	f := math.Floor(a)
+	n := int64(f)
+	if a-f >= 0.5 { // a − ⌊a⌋ is exact
+		n++
+	}
+	return n
+}
+
+// gridRelease returns the release (⌊x/g + ½⌋ + z)·g of the grid mechanism, g = 2^k,
+// for a finite x: the integer ⌊x/g + ½⌋ + z is computed exactly (in math/big when it
+// does not fit 53 bits) and converted to float64 once, rounding to nearest, then
+// clamped to ±MaxFloat64. The integer is the private output (its set, ℤ, does not
+// depend on x); the conversion is post-processing. Unlike noise.SecureLaplace.Add,
+// which clamps x/g to ±2^60 before adding noise, no input is moved: a sum far larger
+// than 2^60 grid steps is released around its true value.
+func gridRelease(x float64, k int, z int64) float64 {
+	if a := math.Ldexp(x, -k); math.Abs(a) < 0x1p53 { // exact unless it underflows to |a| < ½
+		n := snap(a) + z // |snap(a)| ≤ 2^53, |z| ≤ 2^62: no overflow
+		return clampFloat(math.Ldexp(float64(n), k))
+	}
+	// |x/g| ≥ 2^53 (or beyond the float64 range): x/g is an integer, held exactly.
+	xb := new(big.Float).SetPrec(0).SetFloat64(x)
+	xb.SetMantExp(xb, -k) // exact: only the exponent changes
+	n, _ := xb.Int(nil)   // exact: an integer already
+	n.Add(n, big.NewInt(z))
+	out := new(big.Float).SetInt(n)
+	out.SetMantExp(out, k)
+	f, _ := out.Float64() // nearest float64 (±Inf beyond the range)
+	return clampFloat(f)
+}
+
+func clampFloat(f float64) float64 { return math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, f)) }
+
+// release adds m's noise to one finite value, for a mechanism of dimension dim = 1.
+func release(m gridNoise, dim int, value float64, src noise.Source) (float64, error) {
 	if dim != 1 {
 		return 0, perr("value", value, "a vector of dimension coordinates (use ReleaseVector)")
 	}
 	if err := checkValue("value", value); err != nil {
 		return 0, err
 	}
-	return a.Add(sourceOr(src), value), nil
+	return gridRelease(value, m.gridExp(), m.sample(sourceOr(src))), nil
 }
 
-// releaseVector adds independent noise from a to each of dim finite values.
-func releaseVector(a adder, dim int, values []float64, src noise.Source) ([]float64, error) {
+// releaseVector adds independent noise from m to each of dim finite values.
+func releaseVector(m gridNoise, dim int, values []float64, src noise.Source) ([]float64, error) {
 	if len(values) != dim {
 		return nil, perr("values", len(values), "dimension coordinates")
 	}
@@ -69,9 +107,10 @@ func releaseVector(a adder, dim int, values []float64, src noise.Source) ([]floa
 		}
 	}
 	src = sourceOr(src)
+	k := m.gridExp()
 	out := make([]float64, len(values))
 	for i, v := range values {
-		out[i] = a.Add(src, v)
+		out[i] = gridRelease(v, k, m.sample(src))
 	}
 	return out, nil
 }

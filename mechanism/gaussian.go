@@ -4,7 +4,9 @@ import (
 	"math"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/numeric"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/pld"
 )
 
 // Calibration selects how the Gaussian mechanism's σ is derived from (ε, δ).
@@ -85,7 +87,14 @@ type Gaussian struct {
 	cal              Calibration
 	sigma            float64 // calibrated continuous σ
 	s                *noise.SecureGaussian
+	dg               *noise.DiscreteGaussian // the grid noise, N_ℤ(0, S²)
 }
+
+// MaxCalibrationEpsilon is the largest ε the Gaussian is calibrated at: a request for a
+// larger ε is calibrated at this one (a mechanism that is (2^10, δ)-DP is (ε, δ)-DP for
+// every ε ≥ 2^10), which keeps the grid and its certificate in range for any ε
+// (ε = 1e300 included). Guarantee still reports the ε asked for.
+const MaxCalibrationEpsilon = 0x1p10
 
 // NewGaussian validates o, calibrates σ and returns the mechanism.
 func NewGaussian(o GaussianOptions) (*Gaussian, error) {
@@ -98,19 +107,6 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", o.Sensitivity)); err != nil {
 		return nil, err
 	}
-	var sigma float64
-	var err error
-	switch o.Calibration {
-	case Analytic:
-		sigma, err = AnalyticGaussianSigma(o.Epsilon, o.Delta, o.Sensitivity)
-	case Classic:
-		sigma, err = ClassicGaussianSigma(o.Epsilon, o.Delta, o.Sensitivity)
-	default:
-		err = perr("calibration", int(o.Calibration), "Analytic or Classic")
-	}
-	if err != nil {
-		return nil, err
-	}
 	dim := o.Dimension
 	if dim == 0 {
 		dim = 1
@@ -118,66 +114,70 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 	if dim < 0 || dim > 1<<20 {
 		return nil, perr("dimension", o.Dimension, "an integer in [0, 2^20]")
 	}
+	eps := math.Min(o.Epsilon, MaxCalibrationEpsilon)
+	var sigma float64
+	var err error
+	switch o.Calibration {
+	case Analytic:
+		sigma, err = AnalyticGaussianSigma(eps, o.Delta, o.Sensitivity)
+	case Classic:
+		sigma, err = ClassicGaussianSigma(eps, o.Delta, o.Sensitivity)
+	default:
+		err = perr("calibration", int(o.Calibration), "Analytic or Classic")
+	}
+	if err != nil {
+		return nil, err
+	}
+	build := func(s float64) (*noise.SecureGaussian, error) { return noise.NewSecureGaussian(o.Sensitivity, s) }
 	if dim >= 2 {
-		g, err := certifiedVectorSampler(o.Epsilon, o.Delta, o.Sensitivity, sigma, dim)
-		if err != nil {
-			return nil, err
+		build = func(s float64) (*noise.SecureGaussian, error) {
+			return noise.NewSecureGaussianL2(o.Sensitivity, s, dim)
 		}
-		return &Gaussian{eps: o.Epsilon, delta: o.Delta, sens: o.Sensitivity, dim: dim, cal: o.Calibration, sigma: sigma, s: g}, nil
 	}
-	// The grid mechanism: raise σ by 2^−28 steps until its certified δ(ε) meets δ.
-	s := sigma
-	for range 200 {
-		g, err := noise.NewSecureGaussian(o.Sensitivity, s)
-		if err != nil {
-			return nil, err
-		}
-		if g.DeltaBound(o.Epsilon) <= o.Delta {
-			return &Gaussian{eps: o.Epsilon, delta: o.Delta, sens: o.Sensitivity, dim: 1, cal: o.Calibration, sigma: sigma, s: g}, nil
-		}
-		s *= 1 + 0x1p-28
+	g, err := certifiedSampler(eps, o.Delta, sigma, build)
+	if err != nil {
+		return nil, err
 	}
-	return nil, &dpkit.InfeasibleError{Msg: "mechanism: the grid Gaussian cannot be certified at this (ε, δ, Δ)"}
+	dg, err := noise.NewDiscreteGaussian(g.GridSigma())
+	if err != nil {
+		return nil, err
+	}
+	return &Gaussian{eps: o.Epsilon, delta: o.Delta, sens: o.Sensitivity, dim: dim, cal: o.Calibration, sigma: sigma, s: g, dg: dg}, nil
 }
 
-// certifiedVectorSampler returns the vector sampler with (nearly) the smallest σ ≥ sigma
-// whose certified δ(ε) is ≤ delta: doubling, then bisection to 1e-9 relative; the
-// returned sampler is always one whose DeltaBound was checked.
-func certifiedVectorSampler(eps, delta, sens, sigma float64, dim int) (*noise.SecureGaussian, error) {
-	ok := func(s float64) (*noise.SecureGaussian, bool, error) {
-		g, err := noise.NewSecureGaussianL2(sens, s, dim)
-		if err != nil {
-			return nil, false, err
-		}
-		return g, g.DeltaBound(eps) <= delta, nil
-	}
-	lo, hi := sigma, sigma
+// certifiedSampler returns the grid sampler with (nearly) the smallest σ ≥ sigma whose
+// certified δ(ε) (noise.SecureGaussian.DeltaBound) is ≤ delta: σ itself when it
+// certifies, else a doubling search for a σ that does and a geometric bisection down to
+// a relative 2^−28. The sampler returned is always one whose bound was evaluated and
+// met δ. (The grid parameter S is an integer ≥ 2^30, so 2^−28 is a few steps of S.)
+func certifiedSampler(eps, delta, sigma float64, build func(float64) (*noise.SecureGaussian, error)) (*noise.SecureGaussian, error) {
 	var best *noise.SecureGaussian
-	for {
-		g, good, err := ok(hi)
+	// tooSmall is true while σ does not certify (monotone up to the grid's rounding;
+	// whatever the search does, only a certified sampler is kept).
+	tooSmall := func(s float64) (bool, error) {
+		g, err := build(s)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		if good {
+		if g.DeltaBound(eps) <= delta {
 			best = g
-			break
+			return false, nil
 		}
-		lo, hi = hi, hi*2
-		if math.IsInf(hi, 0) {
-			return nil, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ certifies this (ε, δ) for the vector Gaussian"}
-		}
+		return true, nil
 	}
-	for hi-lo > 1e-9*hi {
-		mid := lo + (hi-lo)/2
-		g, good, err := ok(mid)
-		if err != nil {
-			return nil, err
-		}
-		if good {
-			hi, best = mid, g
-		} else {
-			lo = mid
-		}
+	small, err := tooSmall(sigma)
+	if err != nil || !small {
+		return best, err
+	}
+	lo, hi, found, err := numeric.ExpandUp(sigma, 2, math.MaxFloat64, tooSmall)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ certifies this (ε, δ) for the grid Gaussian"}
+	}
+	if _, _, err := numeric.Bisect(lo, hi, tooSmall, numeric.Stop{RelTol: 0x1p-28, Geometric: true}); err != nil {
+		return nil, err
 	}
 	return best, nil
 }
@@ -260,40 +260,26 @@ func (m *Gaussian) L2Bound(beta float64) (float64, error) {
 
 // Release returns value plus noise. It is for Dimension 1; value must be finite.
 func (m *Gaussian) Release(value float64, src noise.Source) (float64, error) {
-	return release(m.s, m.dim, value, src)
+	return release(m, m.dim, value, src)
 }
 
 // ReleaseVector returns values plus independent noise per coordinate; len(values) must
 // equal Dimension and every value must be finite.
 func (m *Gaussian) ReleaseVector(values []float64, src noise.Source) ([]float64, error) {
-	return releaseVector(m.s, m.dim, values, src)
+	return releaseVector(m, m.dim, values, src)
 }
 
-// GaussianDelta returns an upper bound on δ(ε) of the continuous Gaussian mechanism
-// with noise σ and sensitivity Δ (Balle and Wang 2018, Thm 8):
-//
-//	δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ),
-//
-// with Φ from math.Erfc (tails, never 1 − CDF) and e^ε Φ(·) as exp(ε + ln Φ(·)). Each
-// term is moved by 1e-10 of itself in the safe direction to cover rounding; the result
-// may exceed the exact δ by that much.
-func GaussianDelta(eps, sigma, sens float64) float64 {
-	a := sens / (2 * sigma)
-	b := eps * sigma / sens
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	first := phi(a - b)
-	second := phi(-a - b)
-	var esecond float64
-	if second > 0 {
-		esecond = math.Exp(eps + math.Log(second))
-	}
-	d := first*(1+1e-10) - esecond*(1-1e-10)
-	return math.Max(0, math.Min(1, d))
+// gaussianDelta returns an upper bound on δ(ε) of the continuous Gaussian mechanism
+// with noise σ and sensitivity Δ: pld.GaussianDelta at μ = Δ/σ rounded up (δ grows
+// with μ), the curve of Balle and Wang 2018, Thm 8, evaluated without cancellation and
+// raised by its certified relative error.
+func gaussianDelta(eps, sigma, sens float64) (float64, error) {
+	return pld.GaussianDelta(quoUp(sens, sigma), eps)
 }
 
 // AnalyticGaussianSigma returns the σ of the analytic Gaussian mechanism (Balle and
-// Wang 2018): a σ with GaussianDelta(ε, σ, Δ) ≤ δ, at most 1e-12 relative above the
-// smallest such σ (bisection on the monotone δ(σ)).
+// Wang 2018, Thm 8): a σ whose certified δ(ε) (pld.GaussianDelta) is ≤ δ, at most 1e-13
+// relative above the smallest such σ (bisection, numeric.Bisect, on the monotone δ(σ)).
 func AnalyticGaussianSigma(eps, delta, sens float64) (float64, error) {
 	if err := checkEpsilonPositive(eps); err != nil {
 		return 0, err
@@ -304,25 +290,39 @@ func AnalyticGaussianSigma(eps, delta, sens float64) (float64, error) {
 	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", sens)); err != nil {
 		return 0, err
 	}
+	tooSmall := func(sigma float64) (bool, error) {
+		d, err := gaussianDelta(eps, sigma, sens)
+		return d > delta, err
+	}
+	// Bracket: double up from Δ while σ is too small, or halve down while it is not.
 	lo, hi := sens, sens
-	for GaussianDelta(eps, hi, sens) > delta {
-		lo, hi = hi, hi*2
-		if math.IsInf(hi, 0) {
+	if small, err := tooSmall(sens); err != nil {
+		return 0, err
+	} else if small {
+		var found bool
+		if lo, hi, found, err = numeric.ExpandUp(sens, 2, math.MaxFloat64, tooSmall); err != nil {
+			return 0, err
+		} else if !found {
 			return 0, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ reaches this δ"}
 		}
-	}
-	for GaussianDelta(eps, lo, sens) <= delta && lo > sens*1e-300 {
-		hi, lo = lo, lo/2
-	}
-	for hi-lo > 1e-13*hi {
-		mid := lo + (hi-lo)/2
-		if GaussianDelta(eps, mid, sens) <= delta {
-			hi = mid
-		} else {
-			lo = mid
+	} else {
+		for lo > sens*1e-300 {
+			lo /= 2
+			small, err := tooSmall(lo)
+			if err != nil {
+				return 0, err
+			}
+			if small {
+				break
+			}
+			hi = lo
+		}
+		if small, _ := tooSmall(lo); !small {
+			return hi, nil // δ met at every σ ≥ Δ·1e-300: the smallest σ the search tries
 		}
 	}
-	return hi, nil
+	_, hi, err := numeric.Bisect(lo, hi, tooSmall, numeric.Stop{RelTol: 1e-13})
+	return hi, err
 }
 
 // ClassicGaussianSigma returns σ = Δ·√(2 ln(1.25/δ))/ε (Dwork and Roth 2014, Thm A.1),
@@ -343,3 +343,6 @@ func ClassicGaussianSigma(eps, delta, sens float64) (float64, error) {
 	}
 	return sens * math.Sqrt(2*math.Log(1.25/delta)) / eps * (1 + 1e-15), nil
 }
+
+func (m *Gaussian) gridExp() int                  { return math.Ilogb(m.s.Granularity()) }
+func (m *Gaussian) sample(src noise.Source) int64 { return m.dg.Sample(src) }

@@ -35,7 +35,7 @@ func TestGaussianVector(t *testing.T) {
 		// The CDP bound against the continuous Gaussian of noise σ = S (grid units) and
 		// sensitivity D₂: its exact δ is a lower bound for every ρ-CDP conversion.
 		S := float64(s.GridSigma())
-		if cont := GaussianDelta(c.eps, S, s.GridL2Sensitivity()); s.DeltaBound(c.eps) < cont*(1-1e-9) {
+		if cont := gaussianDeltaOf(c.eps, S, s.GridL2Sensitivity()); s.DeltaBound(c.eps) < cont*(1-1e-9) {
 			t.Errorf("%+v: CDP bound %v below the continuous Gaussian's exact δ %v", c, s.DeltaBound(c.eps), cont)
 		}
 		if m.Sigma() < m.CalibratedSigma() || m.Sigma() > 1.3*m.CalibratedSigma() {

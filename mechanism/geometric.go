@@ -58,18 +58,13 @@ func (m *Geometric) Rate() float64      { return m.d.Rate() }
 // Variance returns 2q/(1−q)², q = e^(−rate).
 func (m *Geometric) Variance() float64 { return m.d.Variance() }
 
-// Interval returns the smallest integer w with Pr[|Z| ≥ w] = 2q^w/(1+q) ≤ β.
+// Interval returns the smallest integer w ≥ 1 with Pr[|Z| ≥ w] = 2q^w/(1+q) ≤ β
+// (q = e^(−rate); see tailSteps for how it is found at every β, subnormal included).
 func (m *Geometric) Interval(beta float64) (int64, error) {
 	if err := checkBeta(beta); err != nil {
 		return 0, err
 	}
-	lq := -m.d.Rate()
-	q := math.Exp(lq)
-	w := math.Max(0, math.Ceil(math.Log(beta*(1+q)/2)/lq))
-	for 2*math.Exp(w*lq)/(1+q) > beta {
-		w++
-	}
-	return int64(w), nil
+	return int64(tailSteps(m.d.Rate(), beta)), nil
 }
 
 // Release returns value plus noise, saturating at the int64 range (post-processing).

@@ -100,16 +100,33 @@ func (m *Laplace) Interval(beta float64) (float64, error) {
 }
 
 func (m *Laplace) tail(beta float64) float64 {
-	t := float64(m.s.GridScale())
-	lq := -1 / t      // ln q
-	q := math.Exp(lq) // q = e^(−1/t)
-	steps := math.Ceil(math.Log(beta*(1+q)/2) / lq)
-	steps = math.Max(steps, 0)
-	// guard the rounding of the logarithms: step up until the exact tail meets β
-	for 2*math.Exp(steps*lq)/(1+q) > beta {
-		steps++
+	return tailSteps(1/float64(m.s.GridScale()), beta) * m.s.Granularity()
+}
+
+// tailSteps returns the smallest integer m ≥ 1 with P(|Z| ≥ m) = 2q^m/(1+q) ≤ β for the
+// discrete Laplace distribution of rate r (q = e^(−r)), as a float64 (integer-valued;
+// beyond 2^53, the next float64 that passes). The start is the closed form
+// ⌈(ln 2 − ln(1+q) − ln β)/r⌉, corrected by a bounded number of steps each way. The
+// test is 2e^(−rm)/(1+q) ≤ β for β ≥ 1e-280 and, below (where e^(−rm) would
+// underflow), its logarithm with a margin of 1e-12·(1 + |ln β|) covering the rounding
+// of r·m (≤ 2^−52 of it) and of the logarithms, so that the tail is never above β.
+func tailSteps(rate, beta float64) float64 {
+	q := math.Exp(-rate)
+	lb := math.Log(beta)
+	pass := func(m float64) bool {
+		if beta >= 1e-280 {
+			return 2*math.Exp(-rate*m)/(1+q) <= beta
+		}
+		return math.Ln2-rate*m-math.Log1p(q) <= lb-1e-12*(1-lb)
 	}
-	return steps * m.s.Granularity()
+	m := math.Max(1, math.Ceil((math.Ln2-math.Log1p(q)-lb)/rate))
+	for i := 0; i < 4 && m > 1 && pass(m-1); i++ {
+		m-- // the closed form rounded up past the smallest passing m
+	}
+	for i := 0; i < 64 && !pass(m); i++ {
+		m = math.Max(m+1, math.Nextafter(m, math.Inf(1)))
+	}
+	return m
 }
 
 // VectorBound returns w such that Pr[max_i |Y_i| ≥ w] ≤ β for the k coordinates: the
@@ -123,11 +140,16 @@ func (m *Laplace) VectorBound(beta float64) (float64, error) {
 
 // Release returns value plus noise. It is for Dimension 1; value must be finite.
 func (m *Laplace) Release(value float64, src noise.Source) (float64, error) {
-	return release(m.s, m.dim, value, src)
+	return release(m, m.dim, value, src)
 }
 
 // ReleaseVector returns values plus independent noise per coordinate; len(values) must
 // equal Dimension and every value must be finite.
 func (m *Laplace) ReleaseVector(values []float64, src noise.Source) ([]float64, error) {
-	return releaseVector(m.s, m.dim, values, src)
+	return releaseVector(m, m.dim, values, src)
+}
+
+func (m *Laplace) gridExp() int { return math.Ilogb(m.s.Granularity()) }
+func (m *Laplace) sample(src noise.Source) int64 {
+	return noise.DiscreteLaplaceScale(src, m.s.GridScale())
 }

@@ -208,7 +208,7 @@ func (m *Median) Release(values []float64, src noise.Source) (float64, error) {
 	g := m.Granularity()
 	s = math.Max(math.Min(s, m.upper-m.lower), math.Ldexp(g, medianFloorBits))
 	scale := math.Ldexp(s, -m.k) / m.alpha // T in grid steps, ≤ 2^61
-	j := int64(math.Floor(math.Ldexp(med, -m.k) + 0.5))
+	j := snap(math.Ldexp(med, -m.k))       // exact: ⌊a + ½⌋ without forming a + ½
 	var z int64
 	if m.heavy == nil {
 		t := uint64(math.Ceil(scale))

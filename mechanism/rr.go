@@ -2,6 +2,8 @@ package mechanism
 
 import (
 	"math"
+	"math/big"
+	"math/bits"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
@@ -23,13 +25,23 @@ func (o RandomizedResponseOptions) build() (Mechanism, error) {
 // RandomizedResponse is k-ary randomized response (Warner 1965; thesis §3.4, the
 // randomized response mechanism): report the true category with probability
 // e^ε/(e^ε + k − 1) and each other category with probability 1/(e^ε + k − 1). It is
-// ε-DP (local). Sampling is exact: a uniform category, kept when it is the true one and
-// otherwise accepted with probability e^(−ε̃) (ε̃ = ε rounded down to a multiple of
-// 2^−63, which only lowers the privacy loss).
+// ε-DP (local).
+//
+// Sampling is exact and takes O(1) draws at every ε and k: write ε̂ = s·ln 2 + y with
+// s = min(⌊ε/L⌋, ⌈log2(k−1)⌉), L = ln 2 rounded up (0.6931471805599454), and y ≥ 0
+// the dyadic ε − s·L rounded down (exact rationals); then ε̂ ≤ ε, and ε − ε̂ ≤
+// 31·2^−53 + 2^−52·ε. Each round draws z uniform in [0, k − 1 + 2^s): z < 2^s reports
+// the true category; otherwise the (z − 2^s)-th other category is reported with
+// probability e^(−y) (exact Bernoulli), else the round repeats. The true category comes
+// out with weight 2^s and each other with e^(−y), a ratio of exactly e^ε̂: this is k-ary
+// randomized response at ε̂ ≤ ε, which only adds privacy. A round ends with probability
+// ≥ 2^s/(k−1+2^s) + e^(−y)(k−1)/(k−1+2^s) ≥ ½ (either 2^s ≥ k − 1, or y < ln 2 + 2^−50),
+// so at most two rounds are needed on average (k = 2^30 at ε = 30 included).
 type RandomizedResponse struct {
 	eps      float64
 	k        int
-	num, den uint64
+	s        uint   // the proposal weight of the true category is 2^s
+	num, den uint64 // y = num/den
 }
 
 // NewRandomizedResponse validates o.
@@ -40,11 +52,44 @@ func NewRandomizedResponse(o RandomizedResponseOptions) (*RandomizedResponse, er
 	if o.Categories < 2 || o.Categories > 1<<30 {
 		return nil, perr("categories", o.Categories, "an integer in [2, 2^30]")
 	}
-	num, den, err := noise.Dyadic(o.Epsilon)
+	if o.Epsilon >= 0x1p62 {
+		return nil, perr("epsilon", o.Epsilon, "< 2^62")
+	}
+	s, y := rrSplit(o.Epsilon, o.Categories-1)
+	num, den, err := noise.Dyadic(y)
 	if err != nil {
 		return nil, perr("epsilon", o.Epsilon, "< 2^62")
 	}
-	return &RandomizedResponse{eps: o.Epsilon, k: o.Categories, num: num, den: den}, nil
+	return &RandomizedResponse{eps: o.Epsilon, k: o.Categories, s: s, num: num, den: den}, nil
+}
+
+// ln2Up is the float64 just above ln 2 (math.Ln2 is just below it).
+const ln2Up = 0.6931471805599454
+
+// rrSplit returns s = min(⌊ε/L⌋, ⌈log2 m⌉) and y = ε − s·L rounded down to a float64
+// (computed in exact rationals), L = ln2Up ≥ ln 2.
+func rrSplit(eps float64, m int) (uint, float64) {
+	s := uint(bits.Len(uint(m - 1))) // ⌈log2 m⌉ for m ≥ 1
+	if f := math.Floor(eps / ln2Up); f < float64(s) {
+		s = uint(f)
+	}
+	for {
+		y := new(big.Rat).SetFloat64(eps)
+		y.Sub(y, new(big.Rat).Mul(new(big.Rat).SetInt64(int64(s)), new(big.Rat).SetFloat64(ln2Up)))
+		if y.Sign() >= 0 {
+			return s, ratDown(y)
+		}
+		s-- // ⌊ε/L⌋ was rounded up
+	}
+}
+
+// ratDown returns the largest float64 ≤ r.
+func ratDown(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	if new(big.Rat).SetFloat64(f).Cmp(r) > 0 {
+		f = math.Nextafter(f, math.Inf(-1))
+	}
+	return f
 }
 
 // Guarantee returns (ε, 0).
@@ -102,19 +147,26 @@ func (m *RandomizedResponse) Interval(beta float64, n int) (float64, error) {
 	return math.Sqrt(math.Log(2/beta)/(2*float64(n))) / (p - q), nil
 }
 
-// Release returns the randomized report of category value ∈ [0, k).
+// Release returns the randomized report of category value ∈ [0, k) (see
+// RandomizedResponse for the sampler).
 func (m *RandomizedResponse) Release(value int, src noise.Source) (int, error) {
 	if value < 0 || value >= m.k {
-		return 0, perr("value", value, "a category in [0, Categories)")
+		return 0, perr("value", value, "a category in [0, categories)")
 	}
 	src = sourceOr(src)
+	top := uint64(1) << m.s
+	n := uint64(m.k-1) + top
 	for {
-		y := int(noise.Uniform(src, uint64(m.k)))
-		if y == value {
-			return y, nil
+		z := noise.Uniform(src, n)
+		if z < top {
+			return value, nil
+		}
+		other := int(z - top) // the other-th category other than value
+		if other >= value {
+			other++
 		}
 		if ok, _ := noise.BernoulliExp(src, m.num, m.den); ok {
-			return y, nil
+			return other, nil
 		}
 	}
 }
