@@ -62,18 +62,18 @@ func EpsilonBy(th Theorem, ms []Mech, delta float64, opts *Options) (Result, err
 	switch th {
 	case Basic:
 		if delta < s.sumDelta {
-			return Result{}, infeasible("basic composition needs delta ≥ Σ δ_ℓ = %.17g (got %g)", s.sumDelta, delta)
+			return Result{}, infeasible("basic composition needs delta ≥ Σ δ_ℓ = %v (got %g)", s.sumDelta, delta)
 		}
 		eps = s.sumEps
 	case DRV:
 		dt := delta - s.sumDelta
 		if dt <= 0 {
-			return Result{}, infeasible("DRV advanced composition needs delta > Σ δ_ℓ = %.17g (got %g)", s.sumDelta, delta)
+			return Result{}, infeasible("DRV advanced composition needs delta > Σ δ_ℓ = %v (got %g)", s.sumDelta, delta)
 		}
 		eps = up(s.drvDrift + math.Sqrt(2*s.sumEps2*math.Log(1/math.Min(dt, 1))))
 	case KOV:
 		if delta < s.floor {
-			return Result{}, infeasible("total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %.17g", delta, s.floor)
+			return Result{}, infeasible("total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %v", delta, s.floor)
 		}
 		eps = s.sumEps
 		if dt := (delta - s.floor) / s.keep; dt > 0 && s.keep > 0 {

@@ -232,7 +232,7 @@ func (c *Curve) condEpsilon(t float64) (upper, lower float64) {
 // belowFloor is the error for a total δ that no ε reaches.
 func belowFloor(delta, floor float64) error {
 	return &dpkit.InfeasibleError{Msg: fmt.Sprintf(
-		"total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %.17g that no epsilon can reach; choose delta ≥ %.17g",
+		"total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %v that no epsilon can reach; choose delta ≥ %v",
 		delta, floor, floor)}
 }
 

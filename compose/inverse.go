@@ -41,7 +41,7 @@ func MaxEpsilonPerQuery(k int64, queryDelta float64, total dpkit.Budget) (float6
 	}
 	floor, _ := floorKeep([]Mech{{Delta: queryDelta, Count: k}})
 	if floor > total.Delta {
-		return 0, infeasible("%d queries with delta %g have delta floor 1 − (1 − δ0)^k = %.17g above the total delta %g; lower the per-query delta", k, queryDelta, floor, total.Delta)
+		return 0, infeasible("%d queries with delta %g have delta floor 1 − (1 − δ0)^k = %v above the total delta %g; lower the per-query delta", k, queryDelta, floor, total.Delta)
 	}
 	lo := total.Epsilon / float64(k) // basic composition: loss ≤ ε surely, δ = floor
 	if ok, err := feasible(k, lo, queryDelta, total); err != nil || !ok {
