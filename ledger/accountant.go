@@ -339,8 +339,12 @@ func (a *advancedAccountant) Charge(st Stats, c dpkit.Budget) (dpkit.Budget, err
 // Spent returns the filter's level: f(V) = sqrt(2 ln(1/δ') V) + V/2 (rounded up by a
 // relative 2^-48) and δ' + Σ δ_m (rounded up). A filter guarantees its total (ε, δ)
 // whenever it stops; these are how much of it the releases so far have used, not an
-// (ε, δ) guarantee of those releases on their own.
+// (ε, δ) guarantee of those releases on their own. Before any release that costs
+// something (V = 0 and Σ δ_m = 0) nothing has been revealed: (0, 0), not δ'.
 func (a *advancedAccountant) Spent(st Stats) (float64, float64, error) {
+	if st.SumEpsilonSq.Sign() == 0 && st.SumDelta.Sign() == 0 {
+		return 0, 0, nil
+	}
 	v := ratUp(st.SumEpsilonSq)
 	f := (math.Sqrt(2*a.aUp*v) + v/2) * (1 + 0x1p-48)
 	d := ratUp(new(big.Rat).Add(st.SumDelta, ratOf(a.filterDel)))

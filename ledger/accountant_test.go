@@ -133,6 +133,30 @@ func TestAdvancedFilterProperties(t *testing.T) {
 	})
 }
 
+// TestAdvancedFilterSpentBeforeReleases: an advanced-filter budget reports (0, 0) spent
+// until a release costs something (issue 25: it used to report δ' spent, equal to the
+// total δ when --filter-delta is the whole of it), and δ' + Σδ from the first one on.
+func TestAdvancedFilterSpentBeforeReleases(t *testing.T) {
+	total := dpkit.Budget{Epsilon: 1, Delta: 1e-6}
+	acc, err := NewAccountant(total, Policy{Kind: Adaptive, Filter: AdvancedFilter, FilterDelta: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ZeroStats()
+	for _, c := range []dpkit.Budget{{}, {Epsilon: 0, Delta: 0}} { // free releases reveal nothing
+		eps, delta, err := acc.Spent(st)
+		if err != nil || eps != 0 || delta != 0 {
+			t.Fatalf("after %d free releases: spent (%v, %v, %v), want (0, 0)", st.Count, eps, delta, err)
+		}
+		st = st.Add(c)
+	}
+	st = st.Add(dpkit.Budget{Epsilon: 0.01})
+	eps, delta, err := acc.Spent(st)
+	if err != nil || !(eps > 0.01) || delta < 1e-6 {
+		t.Errorf("after one release of ε = 0.01: spent (%v, %v, %v), want ε above 0.01 and δ' = 1e-6", eps, delta, err)
+	}
+}
+
 // TestFixedAndPlanRemaining: Remaining matches simulation for fixed and plan budgets.
 func TestFixedAndPlanRemaining(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
