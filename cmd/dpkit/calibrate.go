@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 
 const calibrateUsage = `Usage: dpkit calibrate --eps E --delta D (--k K | --query-eps E0) [--query-delta D0] [--json]
        dpkit calibrate --mechanism gaussian|laplace|geometric --sensitivity S --k K --eps E --delta D [--json]
+       dpkit calibrate --mechanism subsampled-gaussian --q Q --steps T --eps E --delta D [--json]
 
 Fit queries into a total (ε, δ) budget by the exact optimal composition (Kairouz–Oh–
 Viswanath Thm 3.3):
@@ -26,43 +26,64 @@ Viswanath Thm 3.3):
                        geometric) such that K releases of M on a query of sensitivity S
                        meet (E, D) by the certified upper curve of their exact privacy
                        loss distribution (Gaussians: closed form), beside what KOV §4
-                       (Thm 4.3, Cor 4.2, Cor 4.1) would require.
+                       (Thm 4.3, Cor 4.2, Cor 4.1) would require;
+  with --mechanism subsampled-gaussian (DP-SGD):
+                       the smallest noise multiplier σ (noise standard deviation over
+                       the clipping norm) such that T steps, each a Gaussian of σ on a
+                       Poisson sample of rate Q, meet (E, D) by the certified upper
+                       curve; certified: 1% less noise does not meet it (its certified
+                       lower ε is above E).
 
 Flags:
   --eps E            total ε, finite ≥ 0 (required)
   --delta D          total δ in [0, 1] (required)
-  --k K              number of queries, an integer in [1, 10^12]
+  --k K              number of queries, an integer in [1, 10^12] (1e9 is accepted)
   --query-eps E0     per-query ε, finite ≥ 0
   --query-delta D0   per-query δ in [0, 1] (default 0)
-  --mechanism M      gaussian, laplace or geometric: calibrate noise (needs --k and
-                     --sensitivity)
+  --mechanism M      gaussian, laplace, geometric (need --k and --sensitivity) or
+                     subsampled-gaussian (needs --q and --steps)
   --sensitivity S    the query's sensitivity, finite > 0 (an integer for geometric)
+  --q Q              subsampled-gaussian: the sampling rate, in (0, 1]
+  --steps T          subsampled-gaussian: the number of steps, an integer in [1, 10^12]
   --json             print one JSON object instead of text
   -h, --help         show this help
-Exactly one of --k and --query-eps.
+Exactly one of --k and --query-eps (without --mechanism).
 
-JSON output:
-  with --k:          {"epsilon_per_query":…,"delta_per_query":…}
-  with --query-eps:  {"max_queries":…}
-  with --mechanism:  {"mechanism":…,"sigma"|"scale":…,"kov":…|null,"kov_rule":…,
-                      "k":…,"epsilon":…,"delta":…}
-  (sigma/scale is at most 1e-4 relative above the smallest that meets the budget)
+JSON output (every key always present):
+  with --k:          {"epsilon_per_query":…|null,"delta_per_query":…,"k":…,
+                      "unbounded":false}
+                     (null and "unbounded":true when D = 1: every ε0 fits)
+  with --query-eps:  {"max_queries":…,"at_least":false}
+                     ("at_least":true: 10^12 or more fit; the search stops there)
+  with --mechanism gaussian, laplace, geometric:
+                     {"mechanism":…,"sigma"|"scale":…,"sensitivity":…,"k":…,
+                      "epsilon":…,"delta":…,"kov":…|null,"kov_rule":…}
+                     (sigma/scale is at most 1e-4 relative above the smallest that
+                     meets the budget; "kov" is null where the KOV rule does not hold)
+  with --mechanism subsampled-gaussian:
+                     {"mechanism":"subsampled-gaussian","sigma":…,"q":…,"steps":…,
+                      "epsilon":…,"delta":…,"epsilon_upper":…,"sigma_below":…,
+                      "epsilon_lower_below":…}
+                     (epsilon_upper ≤ E: the certified ε at sigma; epsilon_lower_below
+                     > E: the certified lower ε at sigma_below = 0.99·sigma)
+  Errors: {"error":{"message":…,"flag":…,"code":…}}.
 epsilon_per_query never exceeds the exact maximum (it is below it by at most 1e-12
-relative). max_queries is 0 when not even one query fits, and 10^12 means "at least
-10^12".
+relative).
 
 Exit status: 0 success; 1 infeasible (K queries with δ0 already exceed δ: the floor
-1 − (1 − δ0)^K is above D); 2 usage error.
+1 − (1 − δ0)^K is above D; or Gaussian noise at D = 0); 2 usage error; 3 internal
+error; 130 interrupted.
 
 Examples:
   dpkit calibrate --eps 1 --delta 1e-6 --k 40
   dpkit calibrate --eps 1 --delta 1e-6 --query-eps 0.05 --query-delta 1e-8 --json
   dpkit calibrate --mechanism gaussian --sensitivity 1 --k 10000 --eps 1 --delta 1e-5
+  dpkit calibrate --mechanism subsampled-gaussian --q 0.04 --steps 2250 --eps 8 --delta 1e-5
 `
 
 // calibrateCommand is "dpkit calibrate".
 type calibrateCommand struct {
-	stdout io.Writer
+	s streams
 
 	eps, delta           *floatFlag
 	k                    countFlag
@@ -71,16 +92,19 @@ type calibrateCommand struct {
 
 	mechanism   string
 	sensitivity *floatFlag
+	q           *floatFlag
+	steps       countFlag
 }
 
-func newCalibrateCommand(stdout io.Writer) *cobra.Command {
+func newCalibrateCommand(s streams) *cobra.Command {
 	c := &calibrateCommand{
-		stdout:      stdout,
+		s:           s,
 		eps:         epsilonFlag(),
 		delta:       deltaFlag(),
 		queryEps:    epsilonFlag(),
 		queryDelta:  deltaFlag(),
 		sensitivity: &floatFlag{check: dpkit.CheckPositive},
+		q:           &floatFlag{check: checkRate},
 	}
 	cmd := &cobra.Command{
 		Use:  "calibrate",
@@ -96,63 +120,102 @@ func newCalibrateCommand(stdout io.Writer) *cobra.Command {
 	flags.BoolVar(&c.json, "json", false, "")
 	flags.StringVar(&c.mechanism, "mechanism", "", "")
 	flags.Var(c.sensitivity, "sensitivity", "")
+	flags.Var(c.q, "q", "")
+	flags.Var(&c.steps, "steps", "")
+	completeWords(cmd, "mechanism", "gaussian", "laplace", "geometric", "subsampled-gaussian")
 	withUsage(cmd, calibrateUsage)
 	return cmd
 }
 
-// Run solves for the per-query ε (--k) or the number of queries (--query-eps).
-func (c *calibrateCommand) Run(_ context.Context, args []string) error {
+// Run solves for the per-query ε (--k), the number of queries (--query-eps) or the noise
+// (--mechanism).
+func (c *calibrateCommand) Run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
 	}
 	switch {
 	case !c.eps.set:
-		return usagef("missing --eps: the total epsilon of the budget is required")
+		return flagErrorf("--eps", "missing --eps: the total epsilon of the budget is required")
 	case !c.delta.set:
-		return usagef("missing --delta: the total delta of the budget is required (0 for pure DP)")
+		return flagErrorf("--delta", "missing --delta: the total delta of the budget is required (0 for pure DP)")
 	case c.mechanism != "":
-		return c.calibrateNoise()
+		return c.calibrateNoise(ctx)
+	case c.q.set || c.steps.set || c.sensitivity.set:
+		return usagef("--q, --steps and --sensitivity apply with --mechanism only")
 	case c.k.set && c.queryEps.set:
 		return usagef("--k and --query-eps both given: give exactly one (the number of queries, or the epsilon of each)")
 	case !c.k.set && !c.queryEps.set:
 		return usagef("missing --k or --query-eps: give exactly one (the number of queries, or the epsilon of each)")
+	case c.k.set:
+		return c.perQuery()
+	default:
+		return c.maxQueries()
 	}
+}
+
+// perQuery prints the largest per-query ε0 for --k queries.
+func (c *calibrateCommand) perQuery() error {
 	total := dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}
 	queryDelta := c.queryDelta.value // 0 unless given
-
-	if c.k.set {
+	out := struct {
+		EpsilonPerQuery *float64 `json:"epsilon_per_query"` // null when unbounded
+		DeltaPerQuery   float64  `json:"delta_per_query"`
+		K               int64    `json:"k"`
+		Unbounded       bool     `json:"unbounded"`
+	}{DeltaPerQuery: unsignedZero(queryDelta), K: c.k.value}
+	if total.Delta >= 1 {
+		// δ(ε) ≤ 1 always: every ε0 fits, and there is no largest one to report.
+		out.Unbounded = true
+	} else {
 		eps0, err := compose.MaxEpsilonPerQuery(c.k.value, queryDelta, total)
 		if err != nil {
 			return err
 		}
-		if c.json {
-			return writeJSON(c.stdout, struct {
-				EpsilonPerQuery float64 `json:"epsilon_per_query"`
-				DeltaPerQuery   float64 `json:"delta_per_query"`
-			}{unsignedZero(eps0), unsignedZero(queryDelta)})
-		}
-		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(w, "epsilon per query\t%s\n", formatFloat(eps0))
-		fmt.Fprintf(w, "delta per query\t%s\n", formatFloat(queryDelta))
-		fmt.Fprintf(w, "queries\t%d\n", c.k.value)
-		fmt.Fprintf(w, "total\t%v (exact composition, KOV Thm 3.3)\n", total)
-		return w.Flush()
+		eps0 = unsignedZero(eps0)
+		out.EpsilonPerQuery = &eps0
 	}
+	if c.json {
+		return writeJSON(c.s.stdout, out)
+	}
+	w := tabwriter.NewWriter(c.s.stdout, 0, 0, 2, ' ', 0)
+	if out.Unbounded {
+		fmt.Fprintf(w, "epsilon per query\tunbounded (a total delta of 1 is met at every epsilon)\n")
+	} else {
+		fmt.Fprintf(w, "epsilon per query\t%s\n", formatFloat(*out.EpsilonPerQuery))
+	}
+	fmt.Fprintf(w, "delta per query\t%s\n", formatFloat(queryDelta))
+	fmt.Fprintf(w, "queries\t%d\n", c.k.value)
+	fmt.Fprintf(w, "total\t%v (exact composition, KOV Thm 3.3)\n", total)
+	return w.Flush()
+}
 
-	query := dpkit.Budget{Epsilon: c.queryEps.value, Delta: queryDelta}
+// maxQueries prints the largest number of --query-eps queries that fit.
+func (c *calibrateCommand) maxQueries() error {
+	total := dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}
+	query := dpkit.Budget{Epsilon: c.queryEps.value, Delta: c.queryDelta.value}
 	n, err := compose.MaxQueries(query, total)
 	if err != nil {
 		return err
 	}
+	atLeast := n >= compose.MaxCount
 	if c.json {
-		return writeJSON(c.stdout, struct {
+		return writeJSON(c.s.stdout, struct {
 			MaxQueries int64 `json:"max_queries"`
-		}{n})
+			AtLeast    bool  `json:"at_least"`
+		}{n, atLeast})
 	}
-	atLeast := ""
-	if n == compose.MaxCount {
-		atLeast = " (at least: the search stops at 10^12)"
+	more := ""
+	if atLeast {
+		more = " (at least: the search stops at 10^12)"
 	}
-	_, err = fmt.Fprintf(c.stdout, "max queries: %d%s of %v within %v (exact composition, KOV Thm 3.3)\n", n, atLeast, query, total)
+	_, err = fmt.Fprintf(c.s.stdout, "max queries: %d%s of %v within %v (exact composition, KOV Thm 3.3)\n", n, more, query, total)
 	return err
+}
+
+// checkRate accepts a sampling rate in (0, 1].
+func checkRate(name string, v float64) error {
+	if !(v > 0 && v <= 1) {
+		return &dpkit.ParamError{Name: name, Value: v, Want: "in (0, 1]"}
+	}
+	return nil
 }

@@ -23,7 +23,7 @@ func TestCalibratePerQueryEpsilon(t *testing.T) {
 			args = append(args, "--query-delta", c.queryDelta)
 		}
 		v := decodeJSON(t, mustSucceed(t, "", args...))
-		if got, want := keysOf(v), "delta_per_query,epsilon_per_query"; got != want {
+		if got, want := keysOf(v), "delta_per_query,epsilon_per_query,k,unbounded"; got != want || v["unbounded"] != false || number(t, v, "k") != float64(c.k) {
 			t.Fatalf("keys %s, want %s", got, want)
 		}
 		eps, delta, d0 := parse(c.eps), parse(c.delta), parse(c.queryDelta)
@@ -56,8 +56,8 @@ func TestCalibratePureDP(t *testing.T) {
 // --query-eps: the largest number of queries, checked against the errata item 1 formula.
 func TestCalibrateMaxQueries(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "calibrate", "--eps", "1", "--delta", "1e-6", "--query-eps", "0.05", "--query-delta", "1e-8", "--json"))
-	if keysOf(v) != "max_queries" {
-		t.Fatalf("keys %s, want max_queries", keysOf(v))
+	if keysOf(v) != "at_least,max_queries" || v["at_least"] != false {
+		t.Fatalf("got %v, want max_queries and at_least false", v)
 	}
 	n := int(number(t, v, "max_queries"))
 	if d := homogeneousDelta(0.05, 1e-8, n, 1); d > 1e-6 {

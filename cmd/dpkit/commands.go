@@ -61,10 +61,10 @@ func commandList() string {
 func init() {
 	register(command{name: "compose", order: 10,
 		summary: "total ε at a total δ (or total δ at a total ε) of a workload of releases",
-		build:   func(s streams) *cobra.Command { return newComposeCommand(s.stdin, s.stdout) }})
+		build:   newComposeCommand})
 	register(command{name: "calibrate", order: 20,
 		summary: "per-query ε for k queries, or the number of queries, that fit a total budget",
-		build:   func(s streams) *cobra.Command { return newCalibrateCommand(s.stdout) }})
+		build:   newCalibrateCommand})
 	register(command{name: "region", order: 30,
 		summary: "privacy region of a composition: breakpoints, or a plot against the\nbasic, DRV and KOV theorems",
 		build:   func(s streams) *cobra.Command { return newRegionCommand(s.stdin, s.stdout) }})

@@ -53,12 +53,12 @@ func TestComposeErrataExample(t *testing.T) {
 		{"compose", "--delta=0.06", "--json", "--mech", " 1 , 0.001 , 30 "},
 	} {
 		v := decodeJSON(t, mustSucceed(t, "", args...))
-		if got, want := keysOf(v), "delta,epsilon,epsilon_lower,exact,theorem"; got != want {
+		if got, want := keysOf(v), "delta,epsilon,epsilon_lower,exact,method,theorem,width"; got != want {
 			t.Fatalf("keys %s, want %s", got, want)
 		}
 		eps, lower := number(t, v, "epsilon"), number(t, v, "epsilon_lower")
-		if v["theorem"] != "exact" || v["exact"] != true || number(t, v, "delta") != 0.06 {
-			t.Errorf("got %v, want theorem exact, exact true, delta 0.06", v)
+		if v["theorem"] != "exact" || v["method"] != "exact-sum" || v["exact"] != true || number(t, v, "delta") != 0.06 || number(t, v, "width") != 0 {
+			t.Errorf("got %v, want theorem exact, method exact-sum, exact true, delta 0.06, width 0", v)
 		}
 		if rel := math.Abs(eps-21.7096) / 21.7096; rel > 1e-4 {
 			t.Errorf("epsilon = %v, want 21.7096 within 1e-4 relative (errata item 1)", eps)
@@ -78,7 +78,7 @@ func TestComposeErrataExample(t *testing.T) {
 
 func TestComposeDeltaAtEpsilon(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "compose", "--mech", "0.1,0.001,30", "--eps", "1", "--json"))
-	if got, want := keysOf(v), "delta,delta_lower,epsilon,exact,theorem"; got != want {
+	if got, want := keysOf(v), "delta,delta_lower,epsilon,exact,method,theorem,width"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	delta, lower := number(t, v, "delta"), number(t, v, "delta_lower")
@@ -100,7 +100,7 @@ func TestComposeClosedFormShape(t *testing.T) {
 			if target == "--eps" {
 				value, lowerKey = "delta", "delta_lower"
 			}
-			if v["theorem"] != th || v["exact"] != false || number(t, v, lowerKey) != number(t, v, value) {
+			if v["theorem"] != th || v["method"] != "closed-form" || v["exact"] != false || number(t, v, lowerKey) != number(t, v, value) || number(t, v, "width") != 0 {
 				t.Errorf("%s %s: got %v, want theorem %s, exact false, %s = %s", th, target, v, th, lowerKey, value)
 			}
 		}
@@ -129,7 +129,7 @@ func TestComposeAllOrdering(t *testing.T) {
 		if r["theorem"] != th {
 			t.Fatalf("results[%d].theorem = %v, want %s", i, r["theorem"], th)
 		}
-		if got, want := keysOf(r), "delta,epsilon,epsilon_lower,exact,theorem"; got != want {
+		if got, want := keysOf(r), "delta,epsilon,epsilon_lower,exact,method,theorem,width"; got != want {
 			t.Errorf("results[%d] keys %s, want %s", i, got, want)
 		}
 		if r["exact"] != (th == "exact") {
@@ -179,11 +179,11 @@ func TestComposeTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("table has %d lines, want header, exact row, floor:\n%s", len(lines), out)
 	}
-	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "theorem epsilon delta epsilon lower exact" {
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "theorem epsilon delta epsilon lower exact width" {
 		t.Errorf("header %q", lines[0])
 	}
 	f := strings.Fields(lines[1])
-	if len(f) != 5 || f[0] != "exact" || !strings.HasPrefix(f[1], "21.7096") || f[2] != "0.06" || f[4] != "yes" {
+	if len(f) != 6 || f[0] != "exact" || !strings.HasPrefix(f[1], "21.7096") || f[2] != "0.06" || f[4] != "yes" || f[5] != "0" {
 		t.Errorf("row %q", lines[1])
 	}
 	if strings.Index(lines[0], "delta") != strings.Index(lines[1], "0.06") {

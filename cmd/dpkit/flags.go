@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -49,18 +50,16 @@ func checkTolerance(name string, v float64) error {
 	return nil
 }
 
-// countFlag is a number of releases: an integer in [1, compose.MaxCount].
+// countFlag is a number of releases: an integer in [1, compose.MaxCount], written in
+// decimal or in exponent form (1e9), as everywhere a count is read.
 type countFlag struct {
 	value int64
 	set   bool
 }
 
 func (f *countFlag) Set(s string) error {
-	k, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	k, err := parseCount("", s)
 	if err != nil {
-		k = 0 // unparsable (1.5, 1e3, overflow): reported with the valid range
-	}
-	if err := dpkit.CheckCount("", k, compose.MaxCount); err != nil {
 		return wantOf(err)
 	}
 	f.value, f.set = k, true
@@ -69,6 +68,32 @@ func (f *countFlag) Set(s string) error {
 
 func (f *countFlag) String() string { return strconv.FormatInt(f.value, 10) }
 func (f *countFlag) Type() string   { return "int" }
+
+// parseCount reads a count: an integer in [1, compose.MaxCount] written in decimal
+// ("1000000") or in decimal exponent form exactly an integer ("1e9", "2.5e3"), the syntax
+// every count of the CLI accepts (--mech's COUNT, --k, --releases, --steps, --every and
+// --mechanism's count=). An out-of-range integer is reported with its value, text that
+// is no integer with the text quoted; both as a *dpkit.ParamError called name.
+func parseCount(name, s string) (int64, error) {
+	text := strings.TrimSpace(s)
+	k, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		// Decimal exponent form only: no Go literal syntax (1_000, 0x10), no inf.
+		notDecimal := strings.ContainsFunc(text, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) })
+		x, ferr := strconv.ParseFloat(text, 64)
+		if notDecimal {
+			ferr = strconv.ErrSyntax
+		}
+		if ferr != nil || x != math.Trunc(x) || x < 1 || x > float64(compose.MaxCount) {
+			return 0, &dpkit.ParamError{Name: name, Value: text, Want: fmt.Sprintf("an integer in [1, %d]", int64(compose.MaxCount))}
+		}
+		k = int64(x)
+	}
+	if err := dpkit.CheckCount(name, k, compose.MaxCount); err != nil {
+		return 0, err
+	}
+	return k, nil
+}
 
 // theoremFlag is a composition theorem, or "all" of them.
 type theoremFlag struct {

@@ -17,7 +17,6 @@ import (
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/postgres"
 	"github.com/dpkit/dpkit/ledger/sqlite"
-	"github.com/dpkit/dpkit/pld"
 )
 
 func init() {
@@ -196,8 +195,11 @@ Create a budget: a total (ε, δ) and the policy that accounts its releases.
 Policies:
   fixed      every release costs at most (ε0, δ0), calibrated now from the total and
              --releases K by the exact optimal composition (KOV Thm 3.3), with
-             δ0 = D/(2K) unless --release-delta is given; valid although queries are
-             chosen adaptively, since the cost is fixed in advance
+             δ0 = D/(2K) unless --release-delta or --pure is given; valid although
+             queries are chosen adaptively, since the cost is fixed in advance. When
+             every release is pure ε-DP (Laplace, geometric, randomized response,
+             exponential), --pure (δ0 = 0) gives a larger ε0: for 20 releases in
+             (ε=1, δ=1e-6), 0.05695 instead of 0.05611
   plan       the declared list of costs (--plan, in order, then --plan-mechanism),
              consumed in order; the exact composition of the whole plan must fit the
              total — by the mechanisms' privacy loss distributions when slots name
@@ -217,6 +219,8 @@ Flags:
   --policy P             fixed, plan or adaptive (required)
   --releases K           fixed: the number of releases, an integer in [1, 10^12]
   --release-delta D0     fixed: per-release δ0 in [0, 1] (default D/(2K))
+  --pure                 fixed: every release is pure ε-DP, δ0 = 0 (releases with
+                         δ > 0 are then refused)
   --plan EPS[,DELTA[,COUNT]]
                          plan: COUNT releases of (EPS, DELTA) (DELTA default 0, COUNT
                          default 1). Repeatable; the order is the plan's order
@@ -235,6 +239,7 @@ Exit status: 0 success; 1 the budget exists, or the policy cannot fit the total
 
 Examples:
   dpkit ledger create --db ledger.db --budget flu --eps 1 --delta 1e-6 --policy fixed --releases 40
+  dpkit ledger create --db ledger.db --budget counts --eps 1 --delta 1e-6 --policy fixed --releases 20 --pure
   dpkit ledger create --db ledger.db --budget census --eps 2 --delta 1e-6 --policy plan --plan 0.5,1e-7,2 --plan 0.25,0,4
   dpkit ledger create --db ledger.db --budget model --eps 2 --delta 1e-6 --policy plan \
       --plan-mechanism 'gaussian:sigma=40,sensitivity=1,count=100@0.25,1e-20'
@@ -242,120 +247,171 @@ Examples:
   dpkit ledger create --db ledger.db --budget sales.alice --parent sales --eps 0.5 --delta 0 --policy adaptive --filter basic
 `
 
+// ledgerCreate is "dpkit ledger create": its flags, and how they make a ledger.Spec.
+type ledgerCreate struct {
+	ledgerCommon
+	budget, parent, policy, filter string
+	eps, delta                     *floatFlag
+	releases                       countFlag
+	releaseDelta                   *floatFlag
+	pure                           bool
+	plan                           mechList
+	planMechs                      []string
+	filterDelta                    *floatFlag
+}
+
+// ledgerCreateFlags are the flags that set the parameters ledger.Create may refuse
+// (their dpkit.ParamError names, in the current and the user-facing spellings).
+var ledgerCreateFlags = paramFlags{names: map[string]string{
+	"epsilon": "--eps", "delta": "--delta", "releases": "--releases",
+	"release delta": "--release-delta", "release_delta": "--release-delta",
+	"filter": "--filter", "filter delta": "--filter-delta", "filter_delta": "--filter-delta",
+	"parent": "--parent", "policy": "--policy", "plan": "--plan",
+}}
+
 func newLedgerCreate(s streams) *cobra.Command {
-	c := &ledgerCommon{s: s}
-	var budget, parent, policy, filter string
-	eps, delta, releaseDelta, filterDelta := epsilonFlag(), deltaFlag(), deltaFlag(), deltaFlag()
-	var releases countFlag
-	var plan mechList
-	var planMechs []string
-	cmd := subcommand("create", ledgerCreateUsage, c, func(ctx context.Context) error {
-		switch {
-		case budget == "":
-			return usagef("missing --budget ID")
-		case !eps.set || !delta.set:
-			return usagef("missing --eps or --delta: give the budget's total ε and δ")
-		case policy == "":
-			return usagef("missing --policy: want fixed, plan or adaptive")
-		}
-		p := ledger.Policy{Kind: ledger.Kind(policy)}
-		switch p.Kind {
-		case ledger.Fixed:
-			if !releases.set {
-				return usagef("--policy fixed needs --releases K")
-			}
-			p.Releases = releases.value
-			if releaseDelta.set {
-				p.ReleaseDelta = &releaseDelta.value
-			}
-		case ledger.Plan:
-			if len(plan) == 0 && len(planMechs) == 0 {
-				return usagef("--policy plan needs --plan EPS[,DELTA[,COUNT]] or --plan-mechanism (repeatable)")
-			}
-			for _, m := range plan {
-				if m.Count > ledger.MaxPlan || int64(len(p.Plan))+m.Count > ledger.MaxPlan {
-					return usagef("--plan declares more than %d releases", ledger.MaxPlan)
-				}
-				for range m.Count {
-					p.Plan = append(p.Plan, dpkit.Budget{Epsilon: m.Epsilon, Delta: m.Delta})
-				}
-			}
-			if len(planMechs) > 0 {
-				p.PlanMechanisms = make([]string, len(p.Plan))
-			}
-			for _, pm := range planMechs {
-				text, cost, ok := strings.Cut(pm, "@")
-				if !ok {
-					return usagef("invalid --plan-mechanism %q: want KIND:key=value,…@EPS[,DELTA]", pm)
-				}
-				it, err := pld.ParseMechanism(text)
-				if err != nil {
-					return usagef("invalid --plan-mechanism %q: %s", pm, describe(err))
-				}
-				c, err := parseMech(cost)
-				if err != nil || c.Count != 1 {
-					return usagef("invalid --plan-mechanism %q: the cost after @ must be EPS[,DELTA]", pm)
-				}
-				if it.Count > ledger.MaxPlan || int64(len(p.Plan))+it.Count > ledger.MaxPlan {
-					return usagef("the plan declares more than %d releases", ledger.MaxPlan)
-				}
-				one := withoutCount(text) // one slot's mechanism
-				for range it.Count {
-					p.Plan = append(p.Plan, dpkit.Budget{Epsilon: c.Epsilon, Delta: c.Delta})
-					p.PlanMechanisms = append(p.PlanMechanisms, one)
-				}
-			}
-		case ledger.Adaptive:
-			if filter == "" {
-				return usagef("--policy adaptive needs --filter basic or --filter advanced")
-			}
-			p.Filter = ledger.Filter(filter)
-			if p.Filter == ledger.AdvancedFilter && !filterDelta.set {
-				return usagef("--filter advanced needs --filter-delta D' (its share of --delta)")
-			}
-			p.FilterDelta = filterDelta.value
-		default:
-			return usagef("invalid --policy %q: want fixed, plan or adaptive", policy)
-		}
-		if p.Kind != ledger.Fixed && (releases.set || releaseDelta.set) {
-			return usagef("--releases and --release-delta apply to --policy fixed only")
-		}
-		if p.Kind != ledger.Plan && (len(plan) > 0 || len(planMechs) > 0) {
-			return usagef("--plan and --plan-mechanism apply to --policy plan only")
-		}
-		if p.Kind != ledger.Adaptive && (filter != "" || filterDelta.set) {
-			return usagef("--filter and --filter-delta apply to --policy adaptive only")
-		}
-		l, closeFn, err := c.open(ctx, false)
-		if err != nil {
-			return err
-		}
-		defer closeFn()
-		def, err := l.Create(ctx, ledger.Spec{ID: budget, Parent: parent, Total: dpkit.Budget{Epsilon: eps.value, Delta: delta.value}, Policy: p})
-		if err != nil {
-			return err
-		}
-		return c.output(def, func(w io.Writer) error {
-			fmt.Fprintf(w, "created budget %q: total %v, policy %s\n", def.ID, def.Total, def.Policy)
-			if pr := def.Policy.PerRelease; pr != nil {
-				fmt.Fprintf(w, "each of the %d releases may cost up to epsilon %s, delta %s\n", def.Policy.Releases, formatFloat(pr.Epsilon), formatFloat(pr.Delta))
-			}
-			return nil
-		})
-	})
+	c := &ledgerCreate{ledgerCommon: ledgerCommon{s: s}, eps: epsilonFlag(), delta: deltaFlag(), releaseDelta: deltaFlag(), filterDelta: deltaFlag()}
+	cmd := subcommand("create", ledgerCreateUsage, &c.ledgerCommon, c.run)
 	f := cmd.Flags()
-	f.StringVar(&budget, "budget", "", "")
-	f.StringVar(&parent, "parent", "", "")
-	f.Var(eps, "eps", "")
-	f.Var(delta, "delta", "")
-	f.StringVar(&policy, "policy", "", "")
-	f.Var(&releases, "releases", "")
-	f.Var(releaseDelta, "release-delta", "")
-	f.Var(&plan, "plan", "")
-	f.StringArrayVar(&planMechs, "plan-mechanism", nil, "")
-	f.StringVar(&filter, "filter", "", "")
-	f.Var(filterDelta, "filter-delta", "")
+	f.StringVar(&c.budget, "budget", "", "")
+	f.StringVar(&c.parent, "parent", "", "")
+	f.Var(c.eps, "eps", "")
+	f.Var(c.delta, "delta", "")
+	f.StringVar(&c.policy, "policy", "", "")
+	f.Var(&c.releases, "releases", "")
+	f.Var(c.releaseDelta, "release-delta", "")
+	f.BoolVar(&c.pure, "pure", false, "")
+	f.Var(&c.plan, "plan", "")
+	f.StringArrayVar(&c.planMechs, "plan-mechanism", nil, "")
+	f.StringVar(&c.filter, "filter", "", "")
+	f.Var(c.filterDelta, "filter-delta", "")
+	completeWords(cmd, "policy", "fixed", "plan", "adaptive")
+	completeWords(cmd, "filter", "basic", "advanced")
 	return cmd
+}
+
+// run creates the budget and prints its definition.
+func (c *ledgerCreate) run(ctx context.Context) error {
+	switch {
+	case c.budget == "":
+		return usagef("missing --budget ID")
+	case !c.eps.set || !c.delta.set:
+		return usagef("missing --eps or --delta: give the budget's total ε and δ")
+	case c.policy == "":
+		return usagef("missing --policy: want fixed, plan or adaptive")
+	}
+	p, err := c.policySpec()
+	if err != nil {
+		return err
+	}
+	l, closeFn, err := c.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	def, err := l.Create(ctx, ledger.Spec{ID: c.budget, Parent: c.parent, Total: dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}, Policy: p})
+	if err != nil {
+		return ledgerCreateFlags.translate(err)
+	}
+	return c.output(def, func(w io.Writer) error {
+		fmt.Fprintf(w, "created budget %q: total %v, policy %s\n", def.ID, def.Total, def.Policy)
+		if pr := def.Policy.PerRelease; pr != nil {
+			fmt.Fprintf(w, "each of the %d releases may cost up to epsilon %s, delta %s\n", def.Policy.Releases, formatFloat(pr.Epsilon), formatFloat(pr.Delta))
+		}
+		return nil
+	})
+}
+
+// policySpec builds the policy from the flags, refusing flags of another policy.
+func (c *ledgerCreate) policySpec() (ledger.Policy, error) {
+	kind := ledger.Kind(c.policy)
+	if kind != ledger.Fixed && (c.releases.set || c.releaseDelta.set || c.pure) {
+		return ledger.Policy{}, usagef("--releases, --release-delta and --pure apply to --policy fixed only")
+	}
+	if kind != ledger.Plan && (len(c.plan) > 0 || len(c.planMechs) > 0) {
+		return ledger.Policy{}, usagef("--plan and --plan-mechanism apply to --policy plan only")
+	}
+	if kind != ledger.Adaptive && (c.filter != "" || c.filterDelta.set) {
+		return ledger.Policy{}, usagef("--filter and --filter-delta apply to --policy adaptive only")
+	}
+	switch kind {
+	case ledger.Fixed:
+		return c.fixedPolicy()
+	case ledger.Plan:
+		return c.planPolicy()
+	case ledger.Adaptive:
+		if c.filter == "" {
+			return ledger.Policy{}, usagef("--policy adaptive needs --filter basic or --filter advanced")
+		}
+		p := ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.Filter(c.filter), FilterDelta: c.filterDelta.value}
+		if p.Filter == ledger.AdvancedFilter && !c.filterDelta.set {
+			return ledger.Policy{}, usagef("--filter advanced needs --filter-delta D' (its share of --delta)")
+		}
+		return p, nil
+	default:
+		return ledger.Policy{}, usagef("invalid --policy %q: want fixed, plan or adaptive", c.policy)
+	}
+}
+
+// fixedPolicy: --releases K, and δ0 from --release-delta, --pure (δ0 = 0) or the
+// default D/(2K) the ledger applies.
+func (c *ledgerCreate) fixedPolicy() (ledger.Policy, error) {
+	if !c.releases.set {
+		return ledger.Policy{}, usagef("--policy fixed needs --releases K")
+	}
+	p := ledger.Policy{Kind: ledger.Fixed, Releases: c.releases.value}
+	switch {
+	case c.pure && c.releaseDelta.set:
+		return ledger.Policy{}, usagef("--pure and --release-delta both given: --pure means --release-delta 0")
+	case c.pure:
+		zero := 0.0
+		p.ReleaseDelta = &zero
+	case c.releaseDelta.set:
+		p.ReleaseDelta = &c.releaseDelta.value
+	}
+	return p, nil
+}
+
+// planPolicy: the --plan slots, then the --plan-mechanism slots, in order.
+func (c *ledgerCreate) planPolicy() (ledger.Policy, error) {
+	if len(c.plan) == 0 && len(c.planMechs) == 0 {
+		return ledger.Policy{}, usagef("--policy plan needs --plan EPS[,DELTA[,COUNT]] or --plan-mechanism (repeatable)")
+	}
+	p := ledger.Policy{Kind: ledger.Plan}
+	for _, m := range c.plan {
+		if m.Count > ledger.MaxPlan || int64(len(p.Plan))+m.Count > ledger.MaxPlan {
+			return ledger.Policy{}, usagef("--plan declares more than %d releases", ledger.MaxPlan)
+		}
+		for range m.Count {
+			p.Plan = append(p.Plan, dpkit.Budget{Epsilon: m.Epsilon, Delta: m.Delta})
+		}
+	}
+	if len(c.planMechs) > 0 {
+		p.PlanMechanisms = make([]string, len(p.Plan))
+	}
+	for _, pm := range c.planMechs {
+		text, cost, ok := strings.Cut(pm, "@")
+		if !ok {
+			return ledger.Policy{}, usagef("invalid --plan-mechanism %q: want KIND:key=value,…@EPS[,DELTA]", pm)
+		}
+		it, err := parseMechanism(text)
+		if err != nil {
+			return ledger.Policy{}, usagef("invalid --plan-mechanism %q: %s", pm, describe(err))
+		}
+		slot, err := parseMech(cost)
+		if err != nil || slot.Count != 1 {
+			return ledger.Policy{}, usagef("invalid --plan-mechanism %q: the cost after @ must be EPS[,DELTA]", pm)
+		}
+		if it.Count > ledger.MaxPlan || int64(len(p.Plan))+it.Count > ledger.MaxPlan {
+			return ledger.Policy{}, usagef("the plan declares more than %d releases", ledger.MaxPlan)
+		}
+		one := withoutCount(text) // one slot's mechanism
+		for range it.Count {
+			p.Plan = append(p.Plan, dpkit.Budget{Epsilon: slot.Epsilon, Delta: slot.Delta})
+			p.PlanMechanisms = append(p.PlanMechanisms, one)
+		}
+	}
+	return p, nil
 }
 
 // ---- spend ----

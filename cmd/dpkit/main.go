@@ -1,12 +1,24 @@
-// Command dpkit answers composition questions about differentially private releases
-// from the command line: the total (ε, δ) of a workload (compose), the per-query budget
-// that fits a total (calibrate), and the privacy region of a composition (region).
+// Command dpkit answers differential-privacy accounting questions from the command line:
+// the total (ε, δ) of a workload (compose), the per-query budget or the noise that fits a
+// total (calibrate), privacy regions and curves (region, compose --plot), a persistent
+// budget ledger (ledger), and the query service (serve).
 //
-// Every command prints one JSON object with --json, and exits with status 0 on success,
-// 1 when the request is infeasible (or an output cannot be written), and 2 when the
-// command line is wrong: an unknown flag, a malformed or out-of-range value, a missing
-// or contradictory option, an unreadable --mech-file. Errors are one line on stderr that
-// names the offending input and its valid range; usage errors add a "Try: …" hint.
+// Every command prints one JSON object with --json; with --json, an error is one JSON
+// object too, {"error":{"message":…,"flag":…,"code":…}}, on stdout. Exit statuses:
+//
+//	0    success
+//	1    no requested answer is feasible (e.g. a δ below the floor 1 − Π(1 − δ_ℓ), every
+//	     theorem of --theorem all infeasible), a refused spend, or an output, file or
+//	     database that failed (JSON code "infeasible" or "failure")
+//	2    the command line is wrong: an unknown flag, a malformed or out-of-range value, a
+//	     missing or contradictory option, an unreadable --mech-file (code "usage")
+//	3    an internal error: a bug in dpkit, such as a panic, caught at this boundary and
+//	     reported in one line instead of a stack trace (code "internal")
+//	130  interrupted by Ctrl-C (code "interrupted"); a second Ctrl-C stops at once
+//
+// Without --json, errors are one line on stderr that names the offending flag, its value
+// and its valid range; usage errors add a "Try: …" hint. Long computations show
+// progress on stderr when it is a terminal, and nothing otherwise.
 //
 // Run "dpkit help" for the list of commands and "dpkit help COMMAND" for each one.
 package main
@@ -19,23 +31,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
-	"github.com/dpkit/dpkit"
-)
-
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1 // infeasible request, or an output that could not be written
-	exitUsage   = 2 // the command line cannot be run as given
 )
 
 const rootUsage = `Usage: dpkit COMMAND [flags]
+       dpkit --version
 
 dpkit accounts for differential privacy exactly: it composes (ε, δ)-DP releases by the
 optimal composition theorem of Kairouz, Oh and Viswanath (Thm 3.3), and by the classic
@@ -44,46 +48,103 @@ closed-form theorems for comparison. A reported ε or δ is never below the exac
 Commands:
 %s  help        show help for a command
 
-Exit status: 0 success; 1 infeasible request (or an output that could not be written);
-2 usage error (unknown flag, malformed or out-of-range value, missing option).
+Every command takes --json: one JSON object on stdout, also for errors
+({"error":{"message":…,"flag":…,"code":…}}).
+
+Exit status: 0 success; 1 no requested answer is feasible, a refused spend, or an output
+that could not be written; 2 usage error (unknown flag, malformed or out-of-range value,
+missing option); 3 internal error (a bug in dpkit); 130 interrupted (Ctrl-C).
 
 Run "dpkit help COMMAND" or "dpkit COMMAND --help" for the flags of a command.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop() // the first Ctrl-C cancels ctx; from then on a second one kills the process
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run executes the command line args and returns the exit status. Output goes to stdout,
-// the one-line error message (and, for usage errors, a "Try:" hint) to stderr.
+// run executes the command line args and returns the exit status. Output goes to stdout;
+// an error is one line on stderr ("dpkit COMMAND: message", and for usage errors a
+// "Try:" hint), or with --json one JSON object on stdout. A panic anywhere in the
+// command is caught here and reported as an internal error (exit status 3).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdin, stdout, stderr)
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil
 	}
+	root := newRootCommand(stdin, stdout, stderr)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
+	cmd, err := execute(ctx, root)
 	if err == nil {
 		return exitOK
+	}
+	if cmd == nil { // a panic: find the command that was running
+		cmd, _, _ = root.Find(args)
 	}
 	path := "dpkit"
 	if cmd != nil && cmd.Name() != "help" { // "dpkit help" errors point to "dpkit --help"
 		path = cmd.CommandPath()
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", path, oneLine(message(err)))
-	code := exitCode(err)
+	code, jsonCode := classify(err)
+	msg := oneLine(message(err))
+	if wantsJSON(args) {
+		if werr := writeErrorJSON(stdout, msg, flagOf(err), jsonCode); werr == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", path, msg)
 	if code == exitUsage {
 		fmt.Fprintf(stderr, "Try: %s --help\n", path)
 	}
 	return code
 }
 
+// execute runs root, turning a panic into an internal error. (Long computations run in
+// their own goroutine, which recovers the same way: see runJob.)
+func execute(ctx context.Context, root *cobra.Command) (cmd *cobra.Command, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	return root.ExecuteContextC(ctx)
+}
+
+// panicError reports a recovered panic in one line; DPKIT_TRACEBACK=1 adds the stack
+// trace on stderr for a bug report.
+func panicError(p any) error {
+	if os.Getenv("DPKIT_TRACEBACK") == "1" {
+		os.Stderr.Write(debug.Stack())
+	}
+	return &internalError{msg: fmt.Sprintf("%v (a bug in dpkit: please report the command line; DPKIT_TRACEBACK=1 prints the stack)", p)}
+}
+
+// wantsJSON reports whether args ask for JSON output (--json before any "--").
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--json":
+			return true
+		case strings.HasPrefix(a, "--json="):
+			v, err := strconv.ParseBool(strings.TrimPrefix(a, "--json="))
+			return err == nil && v
+		}
+	}
+	return false
+}
+
 // newRootCommand builds the command tree. Cobra parses the flags; each subcommand's Run
 // method does the work, and its hand-written usage text is its help.
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var version bool
+	streams := streams{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:           "dpkit",
 		SilenceUsage:  true,
@@ -94,18 +155,21 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if version {
+				return printVersion(stdout, false)
+			}
 			return usagef("missing command: want one of %s, help", commandNames())
 		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.CompletionOptions.DisableDefaultCmd = true // "dpkit completion" is ours (completion.go)
 	root.SetFlagErrorFunc(flagError)
+	root.Flags().BoolVar(&version, "version", false, "")
 	withUsage(root, fmt.Sprintf(rootUsage, commandList()))
 
-	streams := streams{stdin: stdin, stdout: stdout, stderr: stderr}
 	for _, c := range sortedCommands() {
 		root.AddCommand(c.build(streams))
 	}
@@ -131,89 +195,21 @@ func withUsage(cmd *cobra.Command, text string) {
 	})
 }
 
-// usageError reports a command line that cannot be run as given (exit status 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// flagError turns a flag-parsing error into a usage error that names the flag, the value
-// given and the valid range.
-func flagError(_ *cobra.Command, err error) error {
-	var bad *pflag.InvalidValueError
-	if errors.As(err, &bad) {
-		return usagef("invalid --%s %q: %s", bad.GetFlag().Name, bad.GetValue(), describe(bad.Unwrap()))
-	}
-	return &usageError{msg: err.Error()}
-}
-
-// exitCode classifies err: infeasible requests and failures to write output are 1,
-// malformed or invalid input is 2.
-func exitCode(err error) int {
-	var usage *usageError
-	var param *dpkit.ParamError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, dpkit.ErrInfeasible):
-		return exitFailure
-	case errors.As(err, &usage), errors.As(err, &param):
-		return exitUsage
-	default:
-		return exitFailure
-	}
-}
-
-// message is the text printed after "dpkit COMMAND: ".
-func message(err error) string {
-	var usage *usageError
-	var param *dpkit.ParamError
-	if errors.As(err, &usage) {
-		return usage.msg
-	}
-	if errors.As(err, &param) {
-		return "invalid " + describe(param)
-	}
-	return describe(err)
-}
-
-// describe renders err without the library's "dpkit: " prefix: a *dpkit.ParamError as
-// "name = value: want range", an infeasible request as "infeasible: why".
-func describe(err error) string {
-	var infeasible *dpkit.InfeasibleError
-	var param *dpkit.ParamError
-	switch {
-	case errors.As(err, &infeasible):
-		return "infeasible: " + infeasible.Msg
-	case errors.As(err, &param):
-		return fmt.Sprintf("%s = %s: want %s", param.Name, formatValue(param.Value), param.Want)
-	default:
-		return err.Error()
-	}
-}
-
-// formatValue prints a parameter value as the user would type it: strings quoted, floats
-// in the shortest form that reads back exactly.
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
 // writeJSON prints v as one line of JSON. Numbers have full precision (the shortest form
-// that reads back exactly); "<", ">" and "&" in messages are not escaped.
+// that reads back exactly); "<", ">" and "&" in messages are not escaped. JSON has no
+// ±Inf or NaN: a value that may be unbounded is printed by its command as null with a
+// key saying so, never as a number.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		var unsupported *json.UnsupportedValueError
+		if errors.As(err, &unsupported) {
+			return &internalError{msg: "JSON output: " + err.Error()}
+		}
+		return err
+	}
+	return nil
 }
 
 // formatFloat prints x in the shortest form that reads back exactly.

@@ -78,13 +78,19 @@ type errorCase struct {
 	want  []string
 }
 
-// checkError runs c and checks the error contract: nothing on stdout; stderr is one line
-// "dpkit CMD: message", followed for usage errors (only) by "Try: dpkit CMD --help".
+// checkError runs c and checks the error contract. Without --json: nothing on stdout;
+// stderr is one line "dpkit CMD: message", followed for usage errors (only) by
+// "Try: dpkit CMD --help". With --json: nothing on stderr; stdout is one JSON object
+// {"error":{"message":…,"flag":…,"code":…}} whose code goes with the exit status.
 func checkError(t *testing.T, cmdPath string, c errorCase) {
 	t.Helper()
 	r := dpkitRun(t, c.stdin, c.args...)
 	if r.code != c.code {
-		t.Errorf("exit status %d, want %d (stderr %q)", r.code, c.code, r.stderr)
+		t.Errorf("exit status %d, want %d (stdout %q, stderr %q)", r.code, c.code, r.stdout, r.stderr)
+	}
+	if wantsJSON(c.args) {
+		checkJSONError(t, r, c.code, c.want)
+		return
 	}
 	if r.stdout != "" {
 		t.Errorf("stdout %q, want nothing", r.stdout)
@@ -110,6 +116,45 @@ func checkError(t *testing.T, cmdPath string, c errorCase) {
 			t.Errorf("hint %q, want %q", lines[1], want)
 		}
 	}
+}
+
+// jsonErrorCodes is the JSON error code of each exit status.
+var jsonErrorCodes = map[int][]string{
+	exitFailure:     {codeInfeasible, codeFailure},
+	exitUsage:       {codeUsage},
+	exitInternal:    {codeInternal},
+	exitInterrupted: {codeInterrupted},
+}
+
+// checkJSONError checks the --json error contract of r: one JSON object on stdout with
+// exactly the keys message, flag (a string or null) and code, nothing on stderr, and a
+// message containing every string in want (the command path is not part of it).
+func checkJSONError(t *testing.T, r result, code int, want []string) map[string]any {
+	t.Helper()
+	if r.stderr != "" {
+		t.Errorf("stderr %q, want nothing with --json", r.stderr)
+	}
+	v := decodeJSON(t, r.stdout)
+	e, ok := v["error"].(map[string]any)
+	if keysOf(v) != "error" || !ok || keysOf(e) != "code,flag,message" {
+		t.Fatalf("JSON error %s: want {\"error\":{\"message\",\"flag\",\"code\"}}", r.stdout)
+	}
+	if f := e["flag"]; f != nil {
+		if s, ok := f.(string); !ok || !strings.HasPrefix(s, "--") {
+			t.Errorf("flag %#v: want null or a flag \"--…\"", f)
+		}
+	}
+	if !slices.Contains(jsonErrorCodes[code], e["code"].(string)) {
+		t.Errorf("code %v with exit status %d, want one of %v", e["code"], code, jsonErrorCodes[code])
+	}
+	msg, _ := e["message"].(string)
+	for _, w := range want {
+		w = strings.TrimPrefix(w, "dpkit compose: ")
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q does not contain %q", msg, w)
+		}
+	}
+	return e
 }
 
 func TestRootErrors(t *testing.T) {

@@ -14,11 +14,11 @@ func TestComposeMechanismJSON(t *testing.T) {
 		"--mechanism", "gaussian:sigma=100,sensitivity=1,count=10000",
 		"--mechanism", "laplace:scale=2,sensitivity=1,count=5",
 		"--mech", "0.1,1e-6,3", "--delta", "1e-5", "--json"))
-	if got, want := keysOf(v), "delta,epsilon,epsilon_lower,exact,theorem,width"; got != want {
+	if got, want := keysOf(v), "delta,epsilon,epsilon_lower,exact,method,theorem,width"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	eps, lo := number(t, v, "epsilon"), number(t, v, "epsilon_lower")
-	if v["theorem"] != "pld" || v["exact"] != false || !(lo <= eps) || (eps-lo)/eps > 1e-3 {
+	if v["theorem"] != "pld" || v["method"] != "lattice" || v["exact"] != false || !(lo <= eps) || (eps-lo)/eps > 1e-3 {
 		t.Errorf("got %v", v)
 	}
 	// Adding releases can only raise ε: the Gaussians alone give the closed form 4.3771780957

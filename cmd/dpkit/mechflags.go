@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -24,7 +23,7 @@ const mechSyntax = "EPS[,DELTA[,COUNT]]"
 // parseMech parses one workload entry "EPS[,DELTA[,COUNT]]": COUNT releases, each
 // (EPS, DELTA)-DP. DELTA defaults to 0 and COUNT to 1; spaces around the parts are
 // ignored. EPS must be a finite number ≥ 0, DELTA a number in [0, 1], COUNT an integer in
-// [1, compose.MaxCount] written in decimal (not 1.5, not 1e3). Every error is a
+// [1, compose.MaxCount] (decimal or exponent form: 1e9; not 1.5). Every error is a
 // *dpkit.ParamError naming the part ("epsilon", "delta", "count", or "parts" for a wrong
 // number of parts) and its valid range.
 func parseMech(s string) (compose.Mech, error) {
@@ -43,12 +42,8 @@ func parseMech(s string) (compose.Mech, error) {
 		}
 	}
 	if len(parts) > 2 {
-		text := strings.TrimSpace(parts[2])
-		k, err := strconv.ParseInt(text, 10, 64)
-		if err != nil { // not a decimal integer (1.5, 1e3, overflow): quote the text
-			return compose.Mech{}, &dpkit.ParamError{Name: "count", Value: text, Want: fmt.Sprintf("an integer in [1, %d]", int64(compose.MaxCount))}
-		}
-		if err := dpkit.CheckCount("count", k, compose.MaxCount); err != nil {
+		k, err := parseCount("count", parts[2])
+		if err != nil {
 			return compose.Mech{}, err
 		}
 		m.Count = k

@@ -67,6 +67,13 @@ type medianCommand struct {
 	json         bool
 }
 
+// medianFlags are the flags that set mechanism.MedianOptions.
+var medianFlags = paramFlags{
+	names: map[string]string{"epsilon": "--eps", "delta": "--delta", "lower": "--lower", "upper": "--upper",
+		"Epsilon": "--eps", "Delta": "--delta", "Lower": "--lower", "Upper": "--upper"},
+	inWant: []string{"lower", "upper", "Lower", "Upper"},
+}
+
 func init() {
 	register(command{name: "median", order: 41,
 		summary: "release the median of a CSV column with smooth-sensitivity noise",
@@ -113,11 +120,11 @@ func (c *medianCommand) Run(_ context.Context, args []string) error {
 	case !c.eps.set:
 		return usagef("missing --eps: the privacy parameter epsilon is required")
 	case c.delta.value >= 1:
-		return usagef("invalid --delta %v: want in [0, 1)", c.delta.value)
+		return flagErrorf("--delta", "invalid --delta %s: want in [0, 1)", formatFloat(c.delta.value))
 	}
 	m, err := mechanism.NewMedian(mechanism.MedianOptions{Epsilon: c.eps.value, Delta: c.delta.value, Lower: c.lower.value, Upper: c.upper.value})
 	if err != nil {
-		return err
+		return medianFlags.translate(err)
 	}
 	values, err := readColumn(c.file, c.column)
 	if err != nil {
@@ -156,7 +163,7 @@ func (c *medianCommand) Run(_ context.Context, args []string) error {
 func readColumn(path, column string) ([]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("median: %w", err)
+		return nil, &flagFailure{flag: "--file", msg: fmt.Sprintf("cannot read --file %q: %s", path, pathErrorText(err))}
 	}
 	defer f.Close()
 	r := csv.NewReader(f)

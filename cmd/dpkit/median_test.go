@@ -42,10 +42,10 @@ func TestMedianCommand(t *testing.T) {
 	os.WriteFile(bad, []byte("x\n1\nabc\n"), 0o600)
 	for _, c := range []errorCase{
 		{name: "no file", args: []string{"median", "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"--file"}},
-		{name: "missing file", args: []string{"median", "--file", filepath.Join(dir, "none.csv"), "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitFailure, want: []string{"none.csv"}},
+		{name: "missing file", args: []string{"median", "--file", filepath.Join(dir, "none.csv"), "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitFailure, want: []string{`dpkit median: cannot read --file "` + filepath.Join(dir, "none.csv") + `": no such file or directory`}},
 		{name: "bad column", args: []string{"median", "--file", path, "--column", "age", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"no such column"}},
 		{name: "non-numeric", args: []string{"median", "--file", bad, "--column", "x", "--lower", "0", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"not a number"}},
-		{name: "bounds", args: []string{"median", "--file", path, "--column", "x", "--lower", "1", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"upper"}},
+		{name: "bounds", args: []string{"median", "--file", path, "--column", "x", "--lower", "1", "--upper", "1", "--eps", "1"}, code: exitUsage, want: []string{"invalid --upper 1: want > --lower, with --upper − --lower finite"}},
 	} {
 		r := dpkitRun(t, c.stdin, c.args...)
 		if r.code != c.code {

@@ -20,12 +20,13 @@ import (
 )
 
 // Figure layout: a square plot above a strip for the legend (two columns, so that it
-// never hides a region), and the resolution of PNG output.
+// never hides a curve or a region; legendRow per row of entries plus legendPad), and the
+// resolution of PNG output.
 const (
-	plotWidth    = 6 * vg.Inch
-	legendHeight = 0.7 * vg.Inch
-	plotHeight   = plotWidth + legendHeight
-	pngDPI       = 150
+	plotWidth = 6 * vg.Inch
+	legendRow = 0.25 * vg.Inch
+	legendPad = 0.2 * vg.Inch
+	pngDPI    = 150
 )
 
 // regionStyle is how one theorem's region is drawn.
@@ -74,9 +75,9 @@ func writeRegionPlot(file, format string, ms []compose.Mech, exact []dpkit.Budge
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	p.X.Tick.Marker, p.Y.Tick.Marker = unitTicks(), unitTicks()
 
-	legends := [2]plot.Legend{plot.NewLegend(), plot.NewLegend()}
+	var legend []legendEntry
 	var outlines []plot.Plotter
-	for i, s := range regionStyles(len(groups) == 1) {
+	for _, s := range regionStyles(len(groups) == 1) {
 		pairs := exact
 		if s.theorem != compose.Exact {
 			var err error
@@ -100,32 +101,63 @@ func writeRegionPlot(file, format string, ms []compose.Mech, exact []dpkit.Budge
 
 		thumb := *fill
 		thumb.LineStyle = s.line
-		legends[i/2].Add(s.label, &thumb)
+		legend = append(legend, legendEntry{s.label, &thumb})
 	}
 	p.Add(plotter.NewGrid())
 	p.Add(outlines...)
 
+	return savePlot(file, format, p, legend)
+}
+
+// plotRightPad keeps the last label of the x axis ("1.0", centred on the plot's right
+// edge) inside the figure even when a viewer draws it a little wider.
+const plotRightPad = 0.25 * vg.Inch
+
+// legendEntry is one entry of a figure's legend.
+type legendEntry struct {
+	label string
+	thumb plot.Thumbnailer
+}
+
+// savePlot draws p (square) above a two-column legend of entries and writes the figure
+// to file in format.
+func savePlot(file, format string, p *plot.Plot, entries []legendEntry) error {
+	rows := (len(entries) + 1) / 2
+	strip := vg.Length(rows)*legendRow + legendPad
+	return saveFigure(file, format, plotWidth, plotWidth+strip, func(dc draw.Canvas) {
+		p.Draw(draw.Crop(dc, 0, -plotRightPad, strip, 0))
+		legendArea := draw.Crop(dc, 0, 0, 0, strip-(dc.Max.Y-dc.Min.Y))
+		for col := range 2 {
+			l := plot.NewLegend()
+			for _, e := range entries[min(col*rows, len(entries)):min((col+1)*rows, len(entries))] {
+				l.Add(e.label, e.thumb)
+			}
+			l.Top, l.Left = true, true
+			l.ThumbnailWidth = vg.Points(36)
+			l.Padding = vg.Points(4)
+			l.TextStyle.Font.Size = vg.Points(11)
+			left := plotWidth/8 + vg.Length(col)*plotWidth*7/16
+			l.Draw(draw.Crop(legendArea, left, 0, 0, -vg.Points(8)))
+		}
+	})
+}
+
+// saveFigure draws a figure of size w × h with drawFn on a white background and writes it
+// to file in format ("svg" or "png"). SVG output embeds the font it uses, so that it
+// looks the same whatever fonts the viewer has installed.
+func saveFigure(file, format string, w, h vg.Length, drawFn func(dc draw.Canvas)) error {
 	var canvas vg.CanvasWriterTo
 	switch format {
 	case "svg":
-		canvas = vgsvg.New(plotWidth, plotHeight)
+		canvas = vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(true))
 	case "png":
-		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(pngDPI))}
+		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI))}
 	default:
 		return fmt.Errorf("plot format %q: want svg or png", format) // plotFormat prevents this
 	}
 	dc := draw.New(canvas)
 	dc.FillPolygon(color.White, []vg.Point{dc.Min, {X: dc.Max.X, Y: dc.Min.Y}, dc.Max, {X: dc.Min.X, Y: dc.Max.Y}})
-	p.Draw(draw.Crop(dc, 0, 0, legendHeight, 0))
-	strip := draw.Crop(dc, 0, 0, 0, legendHeight-plotHeight)
-	for i := range legends {
-		legends[i].Top, legends[i].Left = true, true
-		legends[i].ThumbnailWidth = vg.Points(36)
-		legends[i].Padding = vg.Points(4)
-		legends[i].TextStyle.Font.Size = vg.Points(11)
-		left := plotWidth/8 + vg.Length(i)*plotWidth*7/16
-		legends[i].Draw(draw.Crop(strip, left, 0, 0, -vg.Points(8)))
-	}
+	drawFn(dc)
 
 	var buf bytes.Buffer
 	if _, err := canvas.WriteTo(&buf); err != nil {

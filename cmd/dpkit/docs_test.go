@@ -1,0 +1,132 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// consoleExample is one command of a ```console block: the dpkit arguments and the
+// output lines the document prints after it ("…" stands for any text).
+type consoleExample struct {
+	line int
+	args []string
+	want []string
+}
+
+// consoleExamples extracts the dpkit commands of a Markdown document's console blocks:
+// lines "$ dpkit …" or "$ go run ./cmd/dpkit …", continued by a trailing "\", with an
+// optional "# comment"; the lines up to the next "$" or the block's end are the output.
+// Commands that start a server (serve) or are not dpkit (curl) are skipped.
+func consoleExamples(t *testing.T, doc string) []consoleExample {
+	t.Helper()
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []consoleExample
+	inBlock := false
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "```console"):
+			inBlock = true
+			continue
+		case strings.HasPrefix(l, "```"):
+			inBlock = false
+			continue
+		case !inBlock || !strings.HasPrefix(l, "$ "):
+			continue
+		}
+		start := i + 1
+		cmd := strings.TrimPrefix(l, "$ ")
+		for strings.HasSuffix(cmd, `\`) && i+1 < len(lines) {
+			i++
+			cmd = strings.TrimSuffix(cmd, `\`) + " " + strings.TrimSpace(lines[i])
+		}
+		if j := strings.Index(cmd, "  #"); j >= 0 {
+			cmd = cmd[:j]
+		}
+		var want []string
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") && !strings.HasPrefix(lines[i+1], "```") {
+			i++
+			want = append(want, lines[i])
+		}
+		fields := strings.Fields(cmd)
+		switch {
+		case len(fields) > 1 && fields[0] == "dpkit":
+			fields = fields[1:]
+		case len(fields) > 3 && strings.Join(fields[:3], " ") == "go run ./cmd/dpkit":
+			fields = fields[3:]
+		default:
+			continue // not a dpkit command (curl)
+		}
+		if fields[0] == "serve" {
+			continue
+		}
+		out = append(out, consoleExample{line: start, args: fields, want: want})
+	}
+	return out
+}
+
+// outputPattern turns an expected output line into a regular expression: "…" matches any
+// text, everything else itself; runs of spaces are compared as one (a table's columns
+// widen with the digits a document leaves out).
+func outputPattern(line string) *regexp.Regexp {
+	parts := strings.Split(squeeze(line), "…")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// TestDocExamples runs every dpkit command of the console blocks of README.md and
+// docs/cli.md and checks that it succeeds and prints what the document shows (a "…" in
+// the document stands for digits or text it leaves out). A --plot file is written to a
+// temporary directory.
+func TestDocExamples(t *testing.T) {
+	for _, doc := range []string{"../../README.md", "../../docs/cli.md"} {
+		examples := consoleExamples(t, doc)
+		if doc == "../../README.md" && len(examples) < 8 {
+			t.Fatalf("%s: found %d examples; the extraction is broken", doc, len(examples))
+		}
+		for _, ex := range examples {
+			args := append([]string(nil), ex.args...)
+			want := append([]string(nil), ex.want...)
+			for i := range args {
+				if i > 0 && args[i-1] == "--plot" {
+					file := filepath.Join(t.TempDir(), args[i])
+					for j := range want {
+						want[j] = strings.ReplaceAll(want[j], args[i], file)
+					}
+					args[i] = file
+				}
+			}
+			r := dpkitRun(t, "", args...)
+			where := doc + ":" + itoa(ex.line) + ": dpkit " + strings.Join(ex.args, " ")
+			if r.code != exitOK {
+				t.Errorf("%s: exit %d, %s", where, r.code, r.stderr)
+				continue
+			}
+			if len(want) == 0 {
+				continue
+			}
+			got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			if len(got) != len(want) {
+				t.Errorf("%s: %d lines, the document shows %d:\n%s", where, len(got), len(want), r.stdout)
+				continue
+			}
+			for j := range want {
+				if !outputPattern(want[j]).MatchString(squeeze(got[j])) {
+					t.Errorf("%s: line %d\n got: %s\nwant: %s", where, j+1, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// squeeze replaces runs of white space by one space.
+func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
