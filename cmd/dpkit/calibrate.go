@@ -147,14 +147,14 @@ func (c *calibrateCommand) Run(ctx context.Context, args []string) error {
 	case !c.k.set && !c.queryEps.set:
 		return usagef("missing --k or --query-eps: give exactly one (the number of queries, or the epsilon of each)")
 	case c.k.set:
-		return c.perQuery()
+		return c.perQuery(ctx)
 	default:
-		return c.maxQueries()
+		return c.maxQueries(ctx)
 	}
 }
 
 // perQuery prints the largest per-query ε0 for --k queries.
-func (c *calibrateCommand) perQuery() error {
+func (c *calibrateCommand) perQuery(ctx context.Context) error {
 	total := dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}
 	queryDelta := c.queryDelta.value // 0 unless given
 	out := struct {
@@ -167,7 +167,12 @@ func (c *calibrateCommand) perQuery() error {
 		// δ(ε) ≤ 1 always: every ε0 fits, and there is no largest one to report.
 		out.Unbounded = true
 	} else {
-		eps0, err := compose.MaxEpsilonPerQuery(c.k.value, queryDelta, total)
+		var eps0 float64
+		err := runJob(ctx, c.s.stderr, "calibrating", func(context.Context, progressFunc) error {
+			var err error
+			eps0, err = compose.MaxEpsilonPerQuery(c.k.value, queryDelta, total)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -190,10 +195,15 @@ func (c *calibrateCommand) perQuery() error {
 }
 
 // maxQueries prints the largest number of --query-eps queries that fit.
-func (c *calibrateCommand) maxQueries() error {
+func (c *calibrateCommand) maxQueries(ctx context.Context) error {
 	total := dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}
 	query := dpkit.Budget{Epsilon: c.queryEps.value, Delta: c.queryDelta.value}
-	n, err := compose.MaxQueries(query, total)
+	var n int64
+	err := runJob(ctx, c.s.stderr, "calibrating", func(context.Context, progressFunc) error {
+		var err error
+		n, err = compose.MaxQueries(query, total)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func init() {
 		build:   newCalibrateCommand})
 	register(command{name: "region", order: 30,
 		summary: "privacy region of a composition: breakpoints, or a plot against the\nbasic, DRV and KOV theorems",
-		build:   func(s streams) *cobra.Command { return newRegionCommand(s.stdin, s.stdout) }})
+		build:   newRegionCommand})
 	register(command{name: "version", order: 1000,
 		summary: "print the version of dpkit",
 		build:   func(s streams) *cobra.Command { return newVersionCommand(s.stdout) }})

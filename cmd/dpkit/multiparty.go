@@ -18,7 +18,7 @@ import (
 func init() {
 	register(command{name: "multiparty", order: 70,
 		summary: "accuracy of a central observer computing a function of k parties' bits\nunder the optimal randomized-response protocol",
-		build:   func(s streams) *cobra.Command { return newMultipartyCommand(s.stdout) }})
+		build:   func(s streams) *cobra.Command { return newMultipartyCommand(s.stdout, s.stderr) }})
 }
 
 // mpMaxTable is the largest decision table printed (transcripts).
@@ -61,14 +61,15 @@ Examples:
 
 type multipartyCommand struct {
 	stdout   io.Writer
+	stderr   io.Writer // progress of the long solves
 	eps      ldpFloats
 	delta    ldpFloats
 	function ldpChoice
 	json     bool
 }
 
-func newMultipartyCommand(stdout io.Writer) *cobra.Command {
-	c := &multipartyCommand{stdout: stdout, function: ldpChoice{choices: []string{"xor", "and", "or", "majority"}}}
+func newMultipartyCommand(stdout, stderr io.Writer) *cobra.Command {
+	c := &multipartyCommand{stdout: stdout, stderr: stderr, function: ldpChoice{choices: []string{"xor", "and", "or", "majority"}}}
 	cmd := &cobra.Command{
 		Use:  "multiparty",
 		Args: cobra.ArbitraryArgs,
@@ -125,15 +126,18 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 	case "majority":
 		f = multiparty.Majority(k)
 	}
-	avg, err := multiparty.AverageAccuracy(pr, f)
-	if err != nil {
-		return err
-	}
+	var avg float64
 	var worst, upper *float64
-	if c.function.value == "xor" {
-		w := multiparty.XORAccuracy(pr)
-		worst, upper = &w, &w
-	} else {
+	err = runJob(ctx, c.stderr, "solving", func(context.Context, progressFunc) error { // may take a minute at 12 parties
+		var err error
+		if avg, err = multiparty.AverageAccuracy(pr, f); err != nil {
+			return err
+		}
+		if c.function.value == "xor" {
+			w := multiparty.XORAccuracy(pr)
+			worst, upper = &w, &w
+			return nil
+		}
 		wc, err := multiparty.WorstCaseAccuracy(pr, f)
 		var param *dpkit.ParamError
 		switch {
@@ -144,6 +148,10 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 		default:
 			worst, upper = &wc.Accuracy, &wc.UpperBound
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -51,16 +50,15 @@ Examples:
 
 // regionCommand is "dpkit region".
 type regionCommand struct {
-	stdin  io.Reader
-	stdout io.Writer
+	s streams
 
 	workload workload
 	plot     string
 	json     bool
 }
 
-func newRegionCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
-	c := &regionCommand{stdin: stdin, stdout: stdout}
+func newRegionCommand(s streams) *cobra.Command {
+	c := &regionCommand{s: s}
 	cmd := &cobra.Command{
 		Use:  "region",
 		Args: cobra.ArbitraryArgs, // Run rejects them with a usage error
@@ -86,15 +84,20 @@ func (c *regionCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	ms, err := c.workload.load(ctx, c.stdin)
+	ms, err := c.workload.load(ctx, c.s.stdin)
 	if err != nil {
 		return err
 	}
-	curve, err := compose.NewCurve(ms, nil)
-	if err != nil {
+	var curve *compose.Curve
+	var breakpoints []dpkit.Budget
+	err = runJob(ctx, c.s.stderr, "computing the region", func(context.Context, progressFunc) error {
+		var err error
+		if curve, err = compose.NewCurve(ms, nil); err != nil {
+			return err
+		}
+		breakpoints, err = curve.Breakpoints()
 		return err
-	}
-	breakpoints, err := curve.Breakpoints()
+	})
 	if err != nil {
 		return err
 	}
@@ -112,15 +115,15 @@ func (c *regionCommand) Run(ctx context.Context, args []string) error {
 	}
 	switch {
 	case c.json:
-		return writeJSON(c.stdout, struct {
+		return writeJSON(c.s.stdout, struct {
 			Breakpoints []dpkit.Budget `json:"breakpoints"`
 			Exact       bool           `json:"exact"`
 		}{breakpoints, curve.Exact()})
 	case c.plot != "":
-		_, err := fmt.Fprintf(c.stdout, "wrote %s\n", c.plot)
+		_, err := fmt.Fprintf(c.s.stdout, "wrote %s\n", c.plot)
 		return err
 	default:
-		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		w := tabwriter.NewWriter(c.s.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(w, "epsilon\tdelta\n")
 		for _, b := range breakpoints {
 			fmt.Fprintf(w, "%s\t%s\n", formatFloat(b.Epsilon), formatFloat(b.Delta))
