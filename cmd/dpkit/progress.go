@@ -84,8 +84,9 @@ func runJob(ctx context.Context, stderr io.Writer, what string, fn func(ctx cont
 			if time.Since(start) < progressDelay {
 				continue
 			}
-			if display == nil {
-				display = newProgressDisplay(stderr, what, total.Load())
+			if t := total.Load(); display == nil || display.max < 0 && t > 1 {
+				display.close() // a spinner becomes a bar once a total is known
+				display = newProgressDisplay(stderr, what, t)
 			}
 			display.update(done.Load(), total.Load())
 		}
@@ -100,8 +101,8 @@ type progressDisplay struct {
 }
 
 func newProgressDisplay(w io.Writer, what string, total int64) *progressDisplay {
-	max := int64(-1) // spinner
-	if total > 0 {
+	max := int64(-1) // spinner: no total, or a single step
+	if total > 1 {
 		max = total
 	}
 	bar := progressbar.NewOptions64(max,
@@ -116,12 +117,13 @@ func newProgressDisplay(w io.Writer, what string, total int64) *progressDisplay 
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionUseANSICodes(true),
 	)
+	_ = bar.RenderBlank()
 	return &progressDisplay{bar: bar, max: max}
 }
 
 // update redraws the display with done out of total.
 func (d *progressDisplay) update(done, total int64) {
-	if total > 0 && total != d.max {
+	if d.max > 0 && total > 1 && total != d.max {
 		d.bar.ChangeMax64(total)
 		d.max = total
 	}
