@@ -14,12 +14,19 @@ import (
 )
 
 type staircaseRef struct {
+	Kind            string  `json:"kind"` // "" (cost and γ*) or "pld"
 	Dims            int     `json:"dims"`
 	Eps             float64 `json:"eps"`
 	GammaStar       string  `json:"gamma_star"`
 	CostStar        string  `json:"cost_star"`
 	CostIndependent string  `json:"cost_independent"`
 	CostLaplace     string  `json:"cost_laplace"`
+	// kind "pld": the one-dimensional staircase with the variance-optimal γ
+	GammaL2   string  `json:"gamma_l2"`
+	PPlus     string  `json:"p_plus"`
+	Count     int64   `json:"count"`
+	TargetEps float64 `json:"target_eps"`
+	Delta     string  `json:"delta"`
 }
 
 func loadStaircaseRef(t *testing.T) []staircaseRef {
@@ -58,6 +65,9 @@ func TestStaircaseL1Reference(t *testing.T) {
 		t.Fatalf("%d reference cases", len(cases))
 	}
 	for _, c := range cases {
+		if c.Kind != "" {
+			continue
+		}
 		g := StaircaseL1Gamma(c.Eps, c.Dims)
 		tol := 1e-11
 		if c.Eps <= 0.01 {
@@ -191,6 +201,46 @@ func TestStaircaseL1Mechanism(t *testing.T) {
 	}
 	if _, err := m.ReleaseVector([]float64{1, math.NaN()}, nil); err == nil {
 		t.Error("NaN was accepted")
+	}
+}
+
+// TestStaircasePLDReference: the PLD of the one-dimensional mechanism against the
+// reference's continuous staircase (testdata/gen_staircase_reference.py: the
+// variance-optimal γ minimised numerically, P(L = ε) integrated from the density at a
+// shift of one period, the K-fold δ(ε') summed over the trinomial). The grid's γ is
+// within 2^−31 of the continuous one, so γ and P(L = ε) agree to 1e-8 relative, and the
+// composed δ from pld.Compose brackets the reference within its width plus 1e-8.
+func TestStaircasePLDReference(t *testing.T) {
+	n := 0
+	for _, c := range loadStaircaseRef(t) {
+		if c.Kind != "pld" {
+			continue
+		}
+		n++
+		if e := relErr(noise.StaircaseGammaL2(c.Eps), refFloat(t, c.GammaL2)); e > 1e-12 {
+			t.Errorf("ε=%g: StaircaseGammaL2 %.17g, reference %s", c.Eps, noise.StaircaseGammaL2(c.Eps), c.GammaL2)
+		}
+		m, err := NewStaircase(StaircaseOptions{Epsilon: c.Eps, Sensitivity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := m.PLD()
+		_, _, hi := p.(pld.Staircase).Masses()
+		if e := relErr(hi, refFloat(t, c.PPlus)); e > 1e-8 {
+			t.Errorf("ε=%g: P(L = ε) = %.17g, reference %s", c.Eps, hi, c.PPlus)
+		}
+		comp, err := pld.Compose([]pld.Item{{Mechanism: p, Count: c.Count}}, &pld.Options{Tolerance: 1e-9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, lo, _ := comp.Delta(c.TargetEps)
+		want := refFloat(t, c.Delta)
+		if up < want*(1-1e-8) || lo > want*(1+1e-8) {
+			t.Errorf("ε=%g K=%d: δ(%g) in [%.15g, %.15g], reference %s", c.Eps, c.Count, c.TargetEps, lo, up, c.Delta)
+		}
+	}
+	if n < 18 {
+		t.Errorf("%d pld reference cases, want 18", n)
 	}
 }
 

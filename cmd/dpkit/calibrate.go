@@ -14,6 +14,7 @@ import (
 const calibrateUsage = `Usage: dpkit calibrate --eps E --delta D (--k K | --query-eps E0) [--query-delta D0] [--json]
        dpkit calibrate --mechanism gaussian|laplace|geometric --sensitivity S --k K --eps E --delta D [--json]
        dpkit calibrate --mechanism subsampled-gaussian --q Q --steps T --eps E --delta D [--json]
+       dpkit calibrate --mechanism staircase --sensitivity S --k K --eps E --delta D [--json]
 
 Fit queries into a total (ε, δ) budget by the exact optimal composition (Kairouz–Oh–
 Viswanath Thm 3.3):
@@ -27,6 +28,11 @@ Viswanath Thm 3.3):
                        meet (E, D) by the certified upper curve of their exact privacy
                        loss distribution (Gaussians: closed form), beside what KOV §4
                        (Thm 4.3, Cor 4.2, Cor 4.1) would require;
+  with --mechanism staircase:
+                       the largest per-release ε of the staircase mechanism (dpkit
+                       noise staircase) such that K releases meet (E, D) by its exact
+                       privacy loss distribution, beside KOV Thm 3.3's ε0 for (ε0, 0)
+                       pairs (all that its guarantee gives);
   with --mechanism subsampled-gaussian (DP-SGD):
                        the smallest noise multiplier σ (noise standard deviation over
                        the clipping norm) such that T steps, each a Gaussian of σ on a
@@ -40,8 +46,8 @@ Flags:
   --k K              number of queries, an integer in [1, 10^12] (1e9 is accepted)
   --query-eps E0     per-query ε, finite ≥ 0
   --query-delta D0   per-query δ in [0, 1] (default 0)
-  --mechanism M      gaussian, laplace, geometric (need --k and --sensitivity) or
-                     subsampled-gaussian (needs --q and --steps)
+  --mechanism M      gaussian, laplace, geometric, staircase (need --k and
+                     --sensitivity) or subsampled-gaussian (needs --q and --steps)
   --sensitivity S    the query's sensitivity, finite > 0 (an integer for geometric)
   --q Q              subsampled-gaussian: the sampling rate, in (0, 1]
   --steps T          subsampled-gaussian: the number of steps, an integer in [1, 10^12]
@@ -60,6 +66,11 @@ JSON output (every key always present):
                       "epsilon":…,"delta":…,"kov":…|null,"kov_rule":…}
                      (sigma/scale is at most 1e-4 relative above the smallest that
                      meets the budget; "kov" is null where the KOV rule does not hold)
+  with --mechanism staircase:
+                     {"mechanism":"staircase","epsilon_per_release":…,"sensitivity":…,
+                      "k":…,"epsilon":…,"delta":…,"kov":…,"kov_rule":…}
+                     (epsilon_per_release is at most 1e-4 relative below the largest
+                     that meets the budget)
   with --mechanism subsampled-gaussian:
                      {"mechanism":"subsampled-gaussian","sigma":…,"q":…,"steps":…,
                       "epsilon":…,"delta":…,"epsilon_upper":…,"sigma_below":…,

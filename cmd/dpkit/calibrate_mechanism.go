@@ -40,12 +40,15 @@ func (c *calibrateCommand) calibrateNoise(ctx context.Context) error {
 	if c.mechanism == "subsampled-gaussian" {
 		return c.calibrateSubsampledGaussian(ctx)
 	}
+	if c.mechanism == "staircase" {
+		return c.calibrateStaircase(ctx) // staircase.go
+	}
 	if c.q.set || c.steps.set {
 		return usagef("--q and --steps apply to --mechanism subsampled-gaussian only: give --k")
 	}
 	switch {
 	case c.mechanism != "gaussian" && c.mechanism != "laplace" && c.mechanism != "geometric":
-		return flagErrorf("--mechanism", "invalid --mechanism %q: want gaussian, laplace, geometric or subsampled-gaussian", c.mechanism)
+		return flagErrorf("--mechanism", "invalid --mechanism %q: want gaussian, laplace, geometric, staircase or subsampled-gaussian", c.mechanism)
 	case !c.k.set:
 		return flagErrorf("--k", "missing --k: the number of releases to calibrate the noise for")
 	case !c.sensitivity.set:

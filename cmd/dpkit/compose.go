@@ -33,7 +33,10 @@ Workload (at least one entry; --mech and --mech-file combine):
                               distribution is composed (theorem "pld"; far tighter than
                               its (ε, δ)): gaussian:sigma=S, laplace:scale=B,
                               geometric:eps=E|scale=T, rr:eps=E,k=K, exponential:eps=E,
-                              subsampled-gaussian:sigma=S,q=Q, subsampled-laplace:scale=B,q=Q;
+                              subsampled-gaussian:sigma=S,q=Q, subsampled-laplace:scale=B,q=Q,
+                              staircase:eps=E[,cost=l2|l1][,dim=2] (the noise that dpkit
+                              noise staircase adds; exact three-loss PLD in one dimension,
+                              the (ε, 0) pair in two);
                               each also takes sensitivity=… (default 1) and count=…
                               (default 1). Repeatable; --mech entries join as (ε, δ) pairs.
 

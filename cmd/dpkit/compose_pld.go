@@ -32,6 +32,13 @@ func (l *mechanismList) Type() string   { return "mechanism" }
 // syntax, whose count= accepts the same forms as every count: 1000, 1e9). Errors say
 // what is wrong after the flag and its value, which the flag parser prints.
 func parseMechanism(s string) (pld.Item, error) {
+	if kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":"); strings.EqualFold(strings.TrimSpace(kind), "staircase") {
+		it, err := parseStaircaseMechanism(rest) // staircase.go
+		if err != nil {
+			return pld.Item{}, wantOf(err)
+		}
+		return it, nil
+	}
 	it, err := pld.ParseMechanism(s)
 	if err != nil {
 		return pld.Item{}, wantOf(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -183,5 +184,64 @@ func TestNoiseStaircaseLargeEpsilon(t *testing.T) {
 		if number(t, v, "epsilon") <= 0 {
 			t.Errorf("%v: epsilon %v", args, v["epsilon"])
 		}
+	}
+}
+
+// TestComposeStaircase: `compose --mechanism staircase:…` composes the staircase by its
+// exact privacy loss distribution. Ten releases at ε = 1, δ(1): 0.803881319080633678…
+// (mechanism/testdata/staircase_reference.json: the continuous staircase with the
+// variance-optimal γ, 60 digits; the grid's γ is within 2^−31 of it, so 1e-8 relative),
+// below the 0.82117168484 of ten (1, 0) pairs (KOV Thm 3.3, the same command with --mech).
+func TestComposeStaircase(t *testing.T) {
+	v := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps=1,sensitivity=3,count=10", "--eps", "1", "--json"))
+	if d := number(t, v, "delta"); math.Abs(d/0.803881319080633678-1) > 1e-8 {
+		t.Errorf("δ(1) = %v, reference 0.803881319080634", d)
+	}
+	pairs := decodeJSON(t, mustSucceed(t, "", "compose", "--mech", "1,0,10", "--eps", "1", "--json"))
+	if !(number(t, v, "delta") < number(t, pairs, "delta")) {
+		t.Errorf("staircase δ %v not below the (1, 0) pairs' %v", v["delta"], pairs["delta"])
+	}
+	// two dimensions: the canonical (ε, 0) pair, so the same as the --mech pairs
+	v2 := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps=1,dim=2,count=10", "--eps", "1", "--json"))
+	if d, p := number(t, v2, "delta"), number(t, pairs, "delta"); math.Abs(d/p-1) > 1e-6 {
+		t.Errorf("dim=2: δ %v, the (1, 0) pairs' %v", d, p)
+	}
+	for _, c := range []errorCase{
+		{name: "no eps", args: []string{"compose", "--mechanism", "staircase:sensitivity=1", "--eps", "1"}, code: exitUsage, want: []string{"missing eps"}},
+		{name: "eps range", args: []string{"compose", "--mechanism", "staircase:eps=1e-5", "--eps", "1"}, code: exitUsage, want: []string{"eps = 1e-5", "2^-12"}},
+		{name: "bad key", args: []string{"compose", "--mechanism", "staircase:eps=1,scale=2", "--eps", "1"}, code: exitUsage, want: []string{"unknown key"}},
+		{name: "bad cost", args: []string{"compose", "--mechanism", "staircase:eps=1,cost=l3", "--eps", "1"}, code: exitUsage, want: []string{"cost"}},
+		{name: "bad dim", args: []string{"compose", "--mechanism", "staircase:eps=1,dim=3", "--eps", "1"}, code: exitUsage, want: []string{"dim = 3"}},
+		{name: "bad count", args: []string{"compose", "--mechanism", "staircase:eps=1,count=1.5", "--eps", "1"}, code: exitUsage, want: []string{"count"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+	}
+}
+
+// TestCalibrateStaircase: `calibrate --mechanism staircase` returns a per-release ε whose
+// K-fold composition, re-checked with `compose --mechanism`, meets the budget, within
+// 1e-3 relative of the (ε0, 0) answer of KOV Thm 3.3 or above it (the staircase's PLD is
+// never worse than its guarantee's pair); an ε/K below 2^−12 is reported infeasible.
+func TestCalibrateStaircase(t *testing.T) {
+	v := decodeJSON(t, mustSucceed(t, "", "calibrate", "--mechanism", "staircase", "--sensitivity", "2", "--k", "20", "--eps", "4", "--delta", "1e-6", "--json"))
+	eps0, kov := number(t, v, "epsilon_per_release"), number(t, v, "kov")
+	if !(eps0 >= kov*(1-1e-3)) {
+		t.Errorf("ε0 = %v below the (ε0, 0) answer %v", eps0, kov)
+	}
+	c := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps="+strconv.FormatFloat(eps0, 'g', -1, 64)+",sensitivity=2,count=20", "--delta", "1e-6", "--json"))
+	if e := number(t, c, "epsilon"); e > 4 {
+		t.Errorf("20 releases at ε0 = %v compose to ε = %v > 4", eps0, e)
+	}
+	r := dpkitRun(t, "", "calibrate", "--mechanism", "staircase", "--sensitivity", "1", "--k", "100000", "--eps", "1", "--delta", "1e-6")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "2^-12") {
+		t.Errorf("ε/K = 1e-5: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

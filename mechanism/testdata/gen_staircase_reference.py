@@ -26,6 +26,15 @@ code uses (the c_k / S_m sums of eq. (2.9)):
   derivative) to support the Go code's search (it halves from 1 until the cost falls):
   ratio gamma*/gamma_max >= 3.7 at every eps here.
 
+Privacy loss of the one-dimensional staircase (cases with "kind": "pld"): gamma is the
+variance-optimal one, found by minimising E X^2 summed from the definition (as cost(),
+with p = 2); P(L = +eps) is the integral of the density f over the x where
+f(x) = e^eps f(x - 1) (a shift by one period Delta = 1, split into the intervals on which
+both f(x) and f(x - 1) are constant, over enough periods that b^n < 1e-45); then the
+K-fold composition's delta(eps') is summed over the trinomial of the three losses
+(+eps, 0, -eps with P-masses p, 1 - p - p e^-eps, p e^-eps).  This is the continuous
+staircase; dpkit runs it on a grid whose gamma is within 2^-31 of this one.
+
 Cases: d = 2 at eps in EPS2 (gamma*, cost*, the cost of two independent 1-D staircases
 at eps/2 each with their own l1-optimal gamma, and Laplace's 2/eps); d = 1 at a few eps
 (gamma* against the closed form 1/(1+e^(eps/2)) of Geng-Viswanath, as a self-check).
@@ -89,8 +98,86 @@ def gamma_star(d, eps):
     return g, c, gmax
 
 
+def moment2(g, eps):
+    b = exp(-eps)
+
+    def layer(k):
+        k = mpf(k)
+        return b ** k * (((k + g) ** 3 - k ** 3) + b * ((k + 1) ** 3 - (k + g) ** 3))
+
+    def mass(k):
+        k = mpf(k)
+        return b ** k * (g + b * (1 - g))
+
+    return nsum(layer, [0, inf]) / 3 / nsum(mass, [0, inf])
+
+
+def gamma_l2(eps):
+    f = lambda g: diff(lambda x: moment2(x, eps), g)
+    lo, hi = mpf(10) ** -30, mpf(1)
+    for _ in range(200):  # bisection on the derivative's sign (single minimum in (0, 1))
+        mid = (lo + hi) / 2
+        if f(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def p_plus(eps, g):
+    """P(L = +eps) for the shift by one period: integral of f over {f(x) = e^eps f(x-1)}."""
+    b = exp(-eps)
+    a = (1 - b) / (2 * (b + (1 - b) * g))
+
+    def f(x):
+        r = abs(x)
+        k = int(mp.floor(r))
+        return a * b ** k * (1 if r - k < g else b)
+
+    n = int(110 / eps) + 3
+    pts = set()
+    for k in range(-n, n + 2):
+        for off in (0, g, -g):
+            pts.add(mpf(k) + off)
+            pts.add(mpf(k) + off + 1)
+    pts = sorted(p for p in pts if -n <= p <= n + 1)
+    total = mpf(0)
+    for x0, x1 in zip(pts, pts[1:]):
+        if x1 <= x0:
+            continue
+        mid = (x0 + x1) / 2
+        fx, fy = f(mid), f(mid - 1)
+        if abs(fx / fy - exp(eps)) < mpf(10) ** -40:
+            total += (x1 - x0) * fx
+    return total
+
+
+def composed_delta(eps, p, k, target):
+    q = p * exp(-eps)
+    z = 1 - p - q
+    out = mpf(0)
+    for i in range(k + 1):
+        for l in range(k + 1 - i):
+            j = k - i - l
+            loss = (i - l) * eps
+            if loss > target:
+                c = mp.factorial(k) / (mp.factorial(i) * mp.factorial(j) * mp.factorial(l))
+                out += c * p ** i * z ** j * q ** l * (1 - exp(target - loss))
+    return out
+
+
 def main():
     cases = []
+    for e in ["0.5", "1", "3"]:
+        eps = mpf(float(e))
+        g = gamma_l2(eps)
+        p = p_plus(eps, g)
+        for k in (1, 3, 10):
+            for target in ("0", "1"):
+                d = composed_delta(eps, p, k, mpf(float(target)))
+                cases.append({"kind": "pld", "dims": 1, "eps": float(e), "gamma_l2": nstr(g, SIG), "p_plus": nstr(p, SIG),
+                              "count": k, "target_eps": float(target), "delta": nstr(d, SIG)})
+        print("pld eps=%s gamma_l2=%s p_plus=%s" % (e, nstr(g, 12), nstr(p, 12)), file=sys.stderr)
     for e in EPS2:
         eps = mpf(float(e))
         g, c, gmax = gamma_star(2, eps)
