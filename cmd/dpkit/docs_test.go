@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,9 @@ func TestDocExamples(t *testing.T) {
 			t.Fatalf("%s: found %d examples; the extraction is broken", doc, len(examples))
 		}
 		for _, ex := range examples {
+			if testing.Short() && slices.ContainsFunc(ex.args, func(a string) bool { return strings.Contains(a, "subsampled-gaussian") }) {
+				continue // DP-SGD examples take seconds under the race detector; the full suite runs them
+			}
 			args := append([]string(nil), ex.args...)
 			want := append([]string(nil), ex.want...)
 			for i := range args {
