@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// --k: the per-query ε meets the total by the exact curve (errata item 1 formula,
+// --k: the per-query ε meets the total by the exact curve (docs/errata.md, KOV item 1 formula,
 // evaluated independently) and a per-query ε 1e-9 larger would not.
 func TestCalibratePerQueryEpsilon(t *testing.T) {
 	for _, c := range []struct {
@@ -53,7 +53,7 @@ func TestCalibratePureDP(t *testing.T) {
 	}
 }
 
-// --query-eps: the largest number of queries, checked against the errata item 1 formula.
+// --query-eps: the largest number of queries, checked against the docs/errata.md KOV item 1 formula.
 func TestCalibrateMaxQueries(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "calibrate", "--eps", "1", "--delta", "1e-6", "--query-eps", "0.05", "--query-delta", "1e-8", "--json"))
 	if keysOf(v) != "at_least,max_queries" || v["at_least"] != false {

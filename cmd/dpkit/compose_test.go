@@ -61,7 +61,7 @@ func TestComposeErrataExample(t *testing.T) {
 			t.Errorf("got %v, want theorem exact, method exact-sum, exact true, delta 0.06, width 0", v)
 		}
 		if rel := math.Abs(eps-21.7096) / 21.7096; rel > 1e-4 {
-			t.Errorf("epsilon = %v, want 21.7096 within 1e-4 relative (errata item 1)", eps)
+			t.Errorf("epsilon = %v, want 21.7096 within 1e-4 relative (docs/errata.md, KOV item 1)", eps)
 		}
 		if !(lower <= eps && (eps-lower)/eps < 1e-9) {
 			t.Errorf("epsilon_lower = %v, want ≤ epsilon = %v and within 1e-9", lower, eps)
@@ -84,7 +84,7 @@ func TestComposeDeltaAtEpsilon(t *testing.T) {
 	delta, lower := number(t, v, "delta"), number(t, v, "delta_lower")
 	want := homogeneousDelta(0.1, 0.001, 30, 1)
 	if number(t, v, "epsilon") != 1 || math.Abs(delta-want) > 1e-11*want || delta < want*(1-1e-14) {
-		t.Errorf("δ(1) = %v, want %v (errata item 1 formula) and never below it", delta, want)
+		t.Errorf("δ(1) = %v, want %v (docs/errata.md, KOV item 1 formula) and never below it", delta, want)
 	}
 	if !(lower <= delta) {
 		t.Errorf("delta_lower = %v above delta = %v", lower, delta)

@@ -14,7 +14,7 @@ import (
 )
 
 // 30 × (0.1, 0.001): the 16 pairs ((30 − 2i)·0.1, δ_i) of KOV Thm 3.3, whose δ values the
-// errata item 1 formula gives independently at the same ε.
+// docs/errata.md KOV item 1 formula gives independently at the same ε.
 func TestRegionBreakpoints(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "region", "--mech", "0.1,0.001,30", "--json"))
 	if keysOf(v) != "breakpoints,exact" || v["exact"] != true {
@@ -35,7 +35,7 @@ func TestRegionBreakpoints(t *testing.T) {
 		}
 		want := homogeneousDelta(0.1, 0.001, 30, eps)
 		if delta < want*(1-1e-14) || delta > want*(1+1e-10) {
-			t.Errorf("breakpoint %d: delta(%v) = %v, want %v (errata item 1), never below", i, eps, delta, want)
+			t.Errorf("breakpoint %d: delta(%v) = %v, want %v (docs/errata.md, KOV item 1), never below", i, eps, delta, want)
 		}
 	}
 }
