@@ -93,8 +93,8 @@ func BinarySplit(inT []bool, eps float64) (Matrix, error) {
 // Binary returns the binary mechanism of thesis §3.4.1 (eq. 3.15) for the divergence
 // utilities *KL and *TV, and of §3.5.1 (eq. 3.22) for *MI, with its utility:
 //
-//   - KL, TV: T = {x : P0(x) > P1(x)}, plus the inputs with P0(x) = P1(x) if that gives
-//     a larger utility. The printed rule "P0(x) ≥ P1(x)" can be strictly suboptimal when
+//   - KL, TV and the other f-divergences (FDivergence): T = {x : P0(x) > P1(x)}, plus the
+//     inputs with P0(x) = P1(x) if that gives a larger utility. The printed rule "P0(x) ≥ P1(x)" can be strictly suboptimal when
 //     there are ties (docs/errata.md, thesis item 3); the divergence of the binary
 //     marginals is convex in the tied mass moved into T, so one of the two sides is best.
 //   - MI: T minimizes |P(T) − ½| (eq. 3.21), by enumerating the splits; k must be at most
@@ -113,10 +113,12 @@ func Binary(u Utility, eps float64) (*Result, error) {
 		p0, p1 = u.p0, u.p1
 	case *TV:
 		p0, p1 = u.p0, u.p1
+	case *FDivergence:
+		p0, p1 = u.p0, u.p1
 	case *MI:
 		return binaryMI(u, eps)
 	default:
-		return nil, &dpkit.ParamError{Name: "utility", Value: u.Name(), Want: "kl, tv or mi"}
+		return nil, &dpkit.ParamError{Name: "utility", Value: u.Name(), Want: "kl, tv, mi, hellinger or chi2"}
 	}
 	strict := make([]bool, len(p0))
 	withTies := make([]bool, len(p0))

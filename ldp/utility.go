@@ -40,7 +40,7 @@ func value(u Utility, q Matrix) float64 {
 		s.Add(u.Column(column(q, y)))
 	}
 	switch u.(type) {
-	case *KL, *TV, *MI:
+	case *KL, *TV, *MI, *FDivergence:
 		// Non-negative quantities: a rounding error below zero is reported as 0.
 		return max(0, s.Value())
 	}

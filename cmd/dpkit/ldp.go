@@ -33,31 +33,43 @@ Commands:
 Run "dpkit ldp COMMAND --help" for the flags of a command.
 `
 
-const ldpOptimalUsage = `Usage: dpkit ldp optimal --k K --eps E --utility kl|mi|tv [--p0 P --p1 P | --prior P] [--json]
+const ldpOptimalUsage = `Usage: dpkit ldp optimal --k K --eps E --utility U [--p0 P --p1 P | --prior P] [--delta D] [--compare] [--json]
 
 The ε-LDP privatization matrix Q maximizing a utility over all mechanisms on K inputs,
 by the staircase-pattern linear program (thesis Thm 3.3.4, eq. 3.12; 2^K variables).
 When the binary mechanism or randomized response attains the optimum it is reported
-by name.
+by name. With --delta D > 0 (binary data, K = 2): the quaternary mechanism (thesis eq.
+3.26), which is optimal for (ε, δ)-LDP and every utility here (Thm 3.6.1); the thesis
+gives no (ε, δ) linear program for K > 2, so that is refused.
 
 Flags:
   --k K            number of inputs, an integer in [2, 14]
   --eps E          ε, finite ≥ 0
+  --delta D        δ in [0, 1] (default 0); D > 0 needs K = 2
   --utility U      kl: KL divergence D(M0‖M1) of the privatized hypotheses (needs --p0, --p1);
                    tv: total variation ‖M0 − M1‖ (needs --p0, --p1);
+                   hellinger: Σ_y (√M0(y) − √M1(y))² (needs --p0, --p1);
+                   chi2: Pearson's χ² Σ_y (M0(y) − M1(y))²/M1(y) (needs --p0, --p1 > 0);
                    mi: mutual information I(X; Y) for X ~ --prior (default uniform)
   --p0 P, --p1 P   the hypotheses: K comma-separated probabilities summing to 1
                    (all > 0 for kl)
   --prior P        the input distribution for mi: K comma-separated probabilities
-  --json           print {"matrix":[[…]],"utility":…,"mechanism":"staircase|binary|rr"}
-                   where matrix[x][y] = Q(y|x)
+  --compare        also report the binary mechanism, randomized response and the
+                   truncated geometric baseline (thesis §3.4.2, ratio e^(−ε/(K−1))
+                   per step), each with its utility and its ratio to the optimum
+  --json           print {"matrix":[[…]],"utility":…,"mechanism":…,"epsilon":…,
+                   "delta":…,"compare":[{"mechanism":…,"utility":…,"ratio":…},…]|null}
+                   where matrix[x][y] = Q(y|x), mechanism is staircase, binary, rr or
+                   quaternary, epsilon the ε of the matrix, and compare is null
+                   without --compare
   -h, --help       show this help
 
 Exit status: 0 success; 2 usage error.
 
 Examples:
   dpkit ldp optimal --k 3 --eps 1 --utility kl --p0 0.5,0.3,0.2 --p1 0.2,0.3,0.5
-  dpkit ldp optimal --k 6 --eps 8 --utility mi --json
+  dpkit ldp optimal --k 6 --eps 8 --utility mi --compare --json
+  dpkit ldp optimal --k 2 --eps 1 --delta 0.01 --utility tv --p0 0.7,0.3 --p1 0.4,0.6
 `
 
 const ldpRandomizeUsage = `Usage: dpkit ldp randomize --mechanism rr|binary --k K --eps E < values
@@ -183,15 +195,15 @@ func (f *ldpChoice) Type() string   { return "string" }
 type ldpOptimalCommand struct {
 	stdout        io.Writer
 	k             ldpInt
-	eps           *floatFlag
+	eps, delta    *floatFlag
 	utility       ldpChoice
 	p0, p1, prior ldpFloats
-	json          bool
+	compare, json bool
 }
 
 func newLDPOptimalCommand(stdout io.Writer) *cobra.Command {
-	c := &ldpOptimalCommand{stdout: stdout, k: ldpInt{lo: 2, hi: ldp.MaxOptimalInputs}, eps: epsilonFlag(),
-		utility: ldpChoice{choices: []string{"kl", "mi", "tv"}}}
+	c := &ldpOptimalCommand{stdout: stdout, k: ldpInt{lo: 2, hi: ldp.MaxOptimalInputs}, eps: epsilonFlag(), delta: deltaFlag(),
+		utility: ldpChoice{choices: []string{"kl", "mi", "tv", "hellinger", "chi2"}}}
 	cmd := &cobra.Command{
 		Use:  "optimal",
 		Args: cobra.ArbitraryArgs,
@@ -204,12 +216,32 @@ func newLDPOptimalCommand(stdout io.Writer) *cobra.Command {
 	flags.Var(&c.p0, "p0", "")
 	flags.Var(&c.p1, "p1", "")
 	flags.Var(&c.prior, "prior", "")
+	flags.Var(c.delta, "delta", "")
+	flags.BoolVar(&c.compare, "compare", false, "")
 	flags.BoolVar(&c.json, "json", false, "")
 	withUsage(cmd, ldpOptimalUsage)
 	return cmd
 }
 
-// Run solves the staircase LP and prints the mechanism.
+// ldpCompared is one row of ldp optimal --compare.
+type ldpCompared struct {
+	Mechanism string  `json:"mechanism"`
+	Utility   float64 `json:"utility"`
+	Ratio     float64 `json:"ratio"` // utility / optimum (NaN-free: 1 when the optimum is 0)
+}
+
+// ldpOptimalReport is the JSON output of ldp optimal; every key is always present.
+type ldpOptimalReport struct {
+	Matrix    ldp.Matrix    `json:"matrix"`
+	Utility   float64       `json:"utility"`
+	Mechanism string        `json:"mechanism"`
+	Epsilon   float64       `json:"epsilon"`
+	Delta     float64       `json:"delta"`
+	Compare   []ldpCompared `json:"compare"`
+}
+
+// Run solves the staircase LP (or takes the quaternary mechanism for δ > 0) and prints
+// the mechanism.
 func (c *ldpOptimalCommand) Run(_ context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
@@ -220,30 +252,50 @@ func (c *ldpOptimalCommand) Run(_ context.Context, args []string) error {
 	case !c.eps.set:
 		return usagef("missing --eps")
 	case c.utility.value == "":
-		return usagef("missing --utility: want kl, mi or tv")
+		return usagef("missing --utility: want kl, mi, tv, hellinger or chi2")
+	case c.delta.value > 0 && c.k.value != 2:
+		return usagef("invalid --delta %s with --k %d: the optimal (ε, δ)-LDP mechanism is known for binary data only (thesis Thm 3.6.1: the quaternary mechanism); give --k 2 or --delta 0", formatFloat(c.delta.value), c.k.value)
 	}
+	u, err := c.utilityOf()
+	if err != nil {
+		return err
+	}
+	r := ldpOptimalReport{Delta: c.delta.value}
+	if c.delta.value > 0 {
+		q, err := ldp.Quaternary(c.eps.value, c.delta.value)
+		if err != nil {
+			return err
+		}
+		if r.Utility, err = ldp.Value(u, q); err != nil {
+			return err
+		}
+		r.Matrix, r.Mechanism = q, "quaternary"
+		r.Epsilon = c.eps.value // Q(0|1) = 0: the matrix has no finite ε; it is (ε, δ)-LDP
+	} else {
+		res, err := ldp.Optimal(u, c.eps.value)
+		if err != nil {
+			return err
+		}
+		r.Matrix, r.Utility, r.Mechanism, r.Epsilon = res.Matrix, res.Utility, res.Mechanism, res.Epsilon
+	}
+	if c.compare {
+		if r.Compare, err = ldpCompare(u, c.eps.value, r.Utility); err != nil {
+			return err
+		}
+	}
+	if c.json {
+		return writeJSON(c.stdout, r)
+	}
+	return c.printText(r)
+}
+
+// utilityOf builds the utility the flags describe.
+func (c *ldpOptimalCommand) utilityOf() (ldp.Utility, error) {
 	k := c.k.value
-	var u ldp.Utility
-	var err error
 	switch c.utility.value {
-	case "kl", "tv":
-		if !c.p0.set || !c.p1.set {
-			return usagef("--utility %s needs --p0 and --p1", c.utility.value)
-		}
-		if c.prior.set {
-			return usagef("--prior is for --utility mi; give --p0 and --p1")
-		}
-		if len(c.p0.values) != k || len(c.p1.values) != k {
-			return usagef("--p0 and --p1 need %d probabilities each (--k), got %d and %d", k, len(c.p0.values), len(c.p1.values))
-		}
-		if c.utility.value == "kl" {
-			u, err = ldp.NewKL(c.p0.values, c.p1.values)
-		} else {
-			u, err = ldp.NewTV(c.p0.values, c.p1.values)
-		}
 	case "mi":
 		if c.p0.set || c.p1.set {
-			return usagef("--p0 and --p1 are for --utility kl or tv; give --prior")
+			return nil, usagef("--p0 and --p1 are for the divergence utilities (kl, tv, hellinger, chi2); give --prior")
 		}
 		prior := c.prior.values
 		if !c.prior.set {
@@ -253,33 +305,89 @@ func (c *ldpOptimalCommand) Run(_ context.Context, args []string) error {
 			}
 		}
 		if len(prior) != k {
-			return usagef("--prior needs %d probabilities (--k), got %d", k, len(prior))
+			return nil, usagef("--prior needs %d probabilities (--k), got %d", k, len(prior))
 		}
-		u, err = ldp.NewMI(prior)
+		return ldp.NewMI(prior)
 	}
+	if !c.p0.set || !c.p1.set {
+		return nil, usagef("--utility %s needs --p0 and --p1", c.utility.value)
+	}
+	if c.prior.set {
+		return nil, usagef("--prior is for --utility mi; give --p0 and --p1")
+	}
+	if len(c.p0.values) != k || len(c.p1.values) != k {
+		return nil, usagef("--p0 and --p1 need %d probabilities each (--k), got %d and %d", k, len(c.p0.values), len(c.p1.values))
+	}
+	switch c.utility.value {
+	case "kl":
+		return ldp.NewKL(c.p0.values, c.p1.values)
+	case "tv":
+		return ldp.NewTV(c.p0.values, c.p1.values)
+	default:
+		return ldp.NewFDivergence(c.utility.value, c.p0.values, c.p1.values)
+	}
+}
+
+// ldpCompare evaluates the binary mechanism, randomized response and the truncated
+// geometric baseline for u at ε (all ε-LDP), each against the optimum opt.
+func ldpCompare(u ldp.Utility, eps, opt float64) ([]ldpCompared, error) {
+	k := u.Inputs()
+	var out []ldpCompared
+	add := func(name string, q ldp.Matrix) error {
+		v, err := ldp.Value(u, q)
+		if err != nil {
+			return err
+		}
+		ratio := 1.0
+		if opt > 0 {
+			ratio = v / opt
+		}
+		out = append(out, ldpCompared{Mechanism: name, Utility: v, Ratio: ratio})
+		return nil
+	}
+	if bin, err := ldp.Binary(u, eps); err == nil {
+		if err := add(ldp.MechanismBinary, bin.Matrix); err != nil {
+			return nil, err
+		}
+	} // the MI binary mechanism needs k ≤ 20, always true here
+	rr, err := ldp.RandomizedResponse(k, eps)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res, err := ldp.Optimal(u, c.eps.value)
+	if err := add(ldp.MechanismRR, rr); err != nil {
+		return nil, err
+	}
+	geo, err := ldp.Geometric(k, eps)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if c.json {
-		return writeJSON(c.stdout, struct {
-			Matrix    ldp.Matrix `json:"matrix"`
-			Utility   float64    `json:"utility"`
-			Mechanism string     `json:"mechanism"`
-		}{res.Matrix, res.Utility, res.Mechanism})
+	if err := add(ldp.MechanismGeometric, geo); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(c.stdout, "mechanism: %s\nutility (%s): %s\nepsilon of the matrix: %s\nmatrix Q(y|x), one row per input x, one column per output y:\n",
-		res.Mechanism, c.utility.value, formatFloat(res.Utility), formatFloat(res.Epsilon))
-	for _, row := range res.Matrix {
+	return out, nil
+}
+
+func (c *ldpOptimalCommand) printText(r ldpOptimalReport) error {
+	fmt.Fprintf(c.stdout, "mechanism: %s\nutility (%s): %s\n", r.Mechanism, c.utility.value, formatFloat(r.Utility))
+	if r.Delta > 0 {
+		fmt.Fprintf(c.stdout, "privacy: (ε=%s, δ=%s)-LDP\n", formatFloat(r.Epsilon), formatFloat(r.Delta))
+	} else {
+		fmt.Fprintf(c.stdout, "epsilon of the matrix: %s\n", formatFloat(r.Epsilon))
+	}
+	fmt.Fprintf(c.stdout, "matrix Q(y|x), one row per input x, one column per output y:\n")
+	for _, row := range r.Matrix {
 		parts := make([]string, len(row))
 		for y, v := range row {
 			parts[y] = formatFloat(v)
 		}
 		if _, err := fmt.Fprintf(c.stdout, "  %s\n", strings.Join(parts, "  ")); err != nil {
 			return err
+		}
+	}
+	if r.Compare != nil {
+		fmt.Fprintf(c.stdout, "compared (ε-LDP, δ = 0):\n")
+		for _, m := range r.Compare {
+			fmt.Fprintf(c.stdout, "  %-10s utility %s  (ratio to the answer above %s)\n", m.Mechanism, formatFloat(m.Utility), formatFloat(m.Ratio))
 		}
 	}
 	return nil

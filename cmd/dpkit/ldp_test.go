@@ -14,7 +14,7 @@ import (
 func TestLDPOptimalTV(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "tv",
 		"--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--json"))
-	if got, want := keysOf(v), "matrix,mechanism,utility"; got != want {
+	if got, want := keysOf(v), "compare,delta,epsilon,matrix,mechanism,utility"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	if v["mechanism"] != "binary" {
@@ -206,5 +206,67 @@ func TestMultipartyErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLDPCompareAndDelta: --compare reports the binary mechanism, randomized response and
+// the truncated geometric baseline; --delta with K = 2 the quaternary mechanism; the new
+// f-divergence utilities. Reference values from ldp/testdata/reference.json (50 digits,
+// the thesis's definitions; 1e-9 relative): kl-3 geometric 0.0341150605724318598…,
+// rr 0.0354765012482582684…, optimum = binary 0.0399973798165085318…; quaternary-tv
+// 0.140248795706222880…; hellinger-4 optimum 0.0950633662420745221….
+func TestLDPCompareAndDelta(t *testing.T) {
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got/want-1) > 1e-9 {
+			t.Errorf("%s: %v, reference %v", name, got, want)
+		}
+	}
+	v := decodeJSON(t, mustSucceed(t, "", "ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "kl",
+		"--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--compare", "--json"))
+	near("kl optimum", number(t, v, "utility"), 0.0399973798165085318)
+	cmp, ok := v["compare"].([]any)
+	if !ok || len(cmp) != 3 {
+		t.Fatalf("compare = %v", v["compare"])
+	}
+	want := map[string]float64{"binary": 0.0399973798165085318, "rr": 0.0354765012482582684, "geometric": 0.0341150605724318598}
+	for _, x := range cmp {
+		m := x.(map[string]any)
+		name := m["mechanism"].(string)
+		u, _ := m["utility"].(json.Number).Float64()
+		r, _ := m["ratio"].(json.Number).Float64()
+		near(name, u, want[name])
+		near(name+" ratio", r, want[name]/0.0399973798165085318)
+	}
+	v = decodeJSON(t, mustSucceed(t, "", "ldp", "optimal", "--k", "2", "--eps", "1", "--delta", "0.01", "--utility", "tv",
+		"--p0", "0.7,0.3", "--p1", "0.4,0.6", "--json"))
+	if v["mechanism"] != "quaternary" || number(t, v, "delta") != 0.01 || v["compare"] != nil {
+		t.Errorf("quaternary: %v", v)
+	}
+	near("quaternary tv", number(t, v, "utility"), 0.140248795706222880)
+	v = decodeJSON(t, mustSucceed(t, "", "ldp", "optimal", "--k", "4", "--eps", "2", "--utility", "hellinger",
+		"--p0", "0.1,0.2,0.3,0.4", "--p1", "0.4,0.3,0.2,0.1", "--json"))
+	near("hellinger optimum", number(t, v, "utility"), 0.0950633662420745221)
+	out := mustSucceed(t, "", "ldp", "optimal", "--k", "3", "--eps", "1", "--utility", "chi2", "--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--compare")
+	for _, w := range []string{"utility (chi2)", "compared", "geometric"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("text output lacks %q:\n%s", w, out)
+		}
+	}
+	for _, c := range []errorCase{
+		{name: "delta k3", args: []string{"ldp", "optimal", "--k", "3", "--eps", "1", "--delta", "0.1", "--utility", "tv", "--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5"}, code: exitUsage, want: []string{"--delta", "binary data"}},
+		{name: "delta range", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--delta", "2", "--utility", "tv", "--p0", "0.5,0.5", "--p1", "0.2,0.8"}, code: exitUsage, want: []string{"--delta"}},
+		{name: "chi2 zero", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "chi2", "--p0", "0.5,0.5", "--p1", "1,0"}, code: exitUsage, want: []string{"p1"}},
+		{name: "bad utility", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "renyi"}, code: exitUsage, want: []string{"hellinger"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
 	}
 }
