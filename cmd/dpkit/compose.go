@@ -343,28 +343,7 @@ func (c *composeCommand) toJSON(row composeRow) composeJSON {
 // write prints rows as JSON or as a table.
 func (c *composeCommand) write(rows []composeRow, floor float64) error {
 	if c.json {
-		var v any
-		switch {
-		case c.every.set:
-			steps := make([]composeJSON, len(rows))
-			for i, row := range rows {
-				steps[i] = c.toJSON(row)
-			}
-			v = struct {
-				Steps []composeJSON `json:"steps"`
-			}{steps}
-		case c.theorem.all:
-			results := make([]composeJSON, len(rows))
-			for i, row := range rows {
-				results[i] = c.toJSON(row)
-			}
-			v = struct {
-				Results []composeJSON `json:"results"`
-			}{results}
-		default:
-			v = c.toJSON(rows[0])
-		}
-		return writeJSON(c.s.stdout, v)
+		return writeJSON(c.s.stdout, c.jsonValue(rows))
 	}
 	if err := c.writeTable(rows); err != nil {
 		return err
@@ -379,6 +358,26 @@ func (c *composeCommand) write(rows []composeRow, floor float64) error {
 		return err
 	}
 	return nil
+}
+
+// jsonValue is the JSON output of rows: one object, or {"results":[…]} for --theorem
+// all, or {"steps":[…]} for --every.
+func (c *composeCommand) jsonValue(rows []composeRow) any {
+	if !c.every.set && !c.theorem.all {
+		return c.toJSON(rows[0])
+	}
+	objs := make([]composeJSON, len(rows))
+	for i, row := range rows {
+		objs[i] = c.toJSON(row)
+	}
+	if c.every.set {
+		return struct {
+			Steps []composeJSON `json:"steps"`
+		}{objs}
+	}
+	return struct {
+		Results []composeJSON `json:"results"`
+	}{objs}
 }
 
 // writeTable prints an aligned table of rows. Numbers are printed in full: rounding them

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/dpkit/dpkit/compose"
@@ -29,10 +30,19 @@ func (l *mechanismList) String() string { return strings.Join(l.texts, " ") }
 func (l *mechanismList) Type() string   { return "mechanism" }
 
 // parseMechanism reads one --mechanism value, KIND:key=value,… (pld.ParseMechanism's
-// syntax, whose count= accepts the same forms as every count: 1000, 1e9). Errors say
-// what is wrong after the flag and its value, which the flag parser prints.
+// syntax, or staircase:…); its count= is read as every count is (parseCount: 1000, 1e9;
+// not 1_000 or 0x10). Errors say what is wrong after the flag and its value, which the
+// flag parser prints.
 func parseMechanism(s string) (pld.Item, error) {
-	if kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":"); strings.EqualFold(strings.TrimSpace(kind), "staircase") {
+	kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":")
+	for _, kv := range strings.Split(rest, ",") { // count= reads as every count does
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(strings.TrimSpace(k), "count") {
+			if _, err := parseCount("count", v); err != nil {
+				return pld.Item{}, fmt.Errorf("%s: %s", strings.ToLower(strings.TrimSpace(kind)), describe(err))
+			}
+		}
+	}
+	if strings.EqualFold(strings.TrimSpace(kind), "staircase") {
 		it, err := parseStaircaseMechanism(rest) // staircase.go
 		if err != nil {
 			return pld.Item{}, wantOf(err)

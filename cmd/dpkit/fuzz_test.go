@@ -182,7 +182,7 @@ func independentMechanism(s string) (kind string, vals map[string]float64, ok bo
 	keys := map[string]string{
 		"gaussian": "sigma sensitivity count", "laplace": "scale sensitivity count", "geometric": "eps scale sensitivity count",
 		"rr": "eps k count", "exponential": "eps count", "subsampled-gaussian": "sigma q sensitivity count",
-		"subsampled-laplace": "scale q sensitivity count",
+		"subsampled-laplace": "scale q sensitivity count", "staircase": "eps sensitivity count cost dim",
 	}
 	kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":")
 	kind = strings.ToLower(strings.TrimSpace(kind))
@@ -198,6 +198,15 @@ func independentMechanism(s string) (kind string, vals map[string]float64, ok bo
 		k, v, found := strings.Cut(kv, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
 		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if k == "cost" { // staircase's l1 or l2: not a number
+			x, err = 0, nil
+		}
+		if k == "count" {
+			c, ok := readCount(v)
+			if x, err = float64(c), nil; !ok {
+				return kind, nil, false
+			}
+		}
 		if _, dup := vals[k]; !found || dup || !strings.Contains(" "+allowed+" ", " "+k+" ") || err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 			return kind, nil, false
 		}
@@ -217,6 +226,9 @@ func checkMechanismFields(t *testing.T, in string, it pld.Item, kind string, val
 	}
 	if c := get("count", 1); float64(it.Count) != c {
 		t.Fatalf("%q: count %d, text says %v", in, it.Count, c)
+	}
+	if kind == "staircase" {
+		return // its PLD is built by package mechanism; the count and Validate are checked
 	}
 	sens := get("sensitivity", 1)
 	mech, rate := it.Mechanism, 1.0
@@ -252,7 +264,8 @@ func checkMechanismFields(t *testing.T, in string, it pld.Item, kind string, val
 func FuzzParseMechanism(f *testing.F) {
 	for _, s := range []string{"gaussian:sigma=1", "laplace:scale=2,sensitivity=3,count=4", "geometric:eps=0.5", "geometric:scale=2,sensitivity=2",
 		"rr:eps=1,k=3", "subsampled-gaussian:sigma=1,q=0.5", "subsampled-laplace:scale=1,q=0.01,count=1e6", "exponential:eps=1", "x:y", ":",
-		"laplace:scale=1e308", "gaussian:sigma=1,sigma=2", "rr:eps=800,k=2", "laplace:scale=1,count=1.5"} {
+		"laplace:scale=1e308", "gaussian:sigma=1,sigma=2", "rr:eps=800,k=2", "laplace:scale=1,count=1.5", "laplace:scale=1,count=1_000",
+		"gaussian:sigma=1,count=0x10", "staircase:eps=1", "staircase:eps=1,count=10,cost=l1", "staircase:eps=1,dim=2,cost=l1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
