@@ -1,11 +1,5 @@
 package multiparty
 
-import (
-	"math"
-
-	"github.com/dpkit/dpkit/internal/numeric"
-)
-
 // AverageAccuracy returns the largest average accuracy (KOV eq. 9 with the 0/1
 // accuracy measure: the probability of a correct answer when x is uniform on {0,1}^k)
 // of the central observer for f under the protocol, attained by the Bayes rule of
@@ -13,69 +7,16 @@ import (
 //
 //	ACC_ave = 2^(−k) Σ_τ max_y Σ_{x : f(x) = y} P(τ | x).
 //
-// The sum is organised by the set K of parties whose transcript symbol reveals their
-// bit: given K and the revealed bits, the remaining parties form a pure-ε randomized
-// response whose likelihoods are a tensor product of 2×2 matrices, applied by a
-// butterfly in O(m 2^m) per output for m unrevealed parties; the total cost is
-// O(|Y| k 4^k) when every 0 < δ_i < 1 and O(|Y| k 2^k) when every δ_i = 0.
-// Compensated sums: the result is accurate to about 1e-15 relative.
+// It is AverageAccuracyWith for the uniform prior and the 0/1 measure. The sum is
+// organised by the set K of parties whose transcript symbol reveals their bit: given K
+// and the revealed bits, the remaining parties form a pure-ε randomized response whose
+// likelihoods are a tensor product of 2×2 matrices, applied by a butterfly in O(m 2^m)
+// per output for m unrevealed parties; the total cost is O(|Y| k 4^k) when every
+// 0 < δ_i < 1 and O(|Y| k 2^k) when every δ_i = 0. Compensated sums: the result is
+// accurate to about 1e-15 relative.
 func AverageAccuracy(pr *Protocol, f Function) (float64, error) {
-	k := pr.Parties()
-	tab, err := f.table(k)
-	if err != nil {
-		return 0, err
-	}
-	var acc numeric.Sum
-	full := uint32(1)<<k - 1
-	for revealed := uint32(0); revealed <= full; revealed++ {
-		w := 1.0
-		var free []int
-		for i := range k {
-			if revealed>>i&1 == 1 {
-				w *= pr.parties[i].Delta
-			} else {
-				w *= 1 - pr.parties[i].Delta
-				free = append(free, i)
-			}
-		}
-		if w == 0 {
-			continue
-		}
-		m := len(free)
-		vec := make([][]float64, f.Outputs)
-		for y := range vec {
-			vec[y] = make([]float64, 1<<m)
-		}
-		// Iterate over the revealed bits r (a submask of revealed).
-		for r := revealed; ; r = (r - 1) & revealed {
-			for y := range vec {
-				clear(vec[y])
-			}
-			for z := range 1 << m {
-				x := r
-				for j, i := range free {
-					x |= uint32(z>>j&1) << i
-				}
-				vec[tab[x]][z] = 1
-			}
-			var part numeric.Sum
-			for y := range vec {
-				pr.butterfly(vec[y], free)
-			}
-			for t := range 1 << m {
-				best := 0.0
-				for y := range vec {
-					best = max(best, vec[y][t])
-				}
-				part.Add(best)
-			}
-			acc.Add(w * part.Value())
-			if r == 0 {
-				break
-			}
-		}
-	}
-	return min(1, math.Ldexp(acc.Value(), -k)), nil
+	v, err := AverageAccuracyWith(pr, f, Accuracy{})
+	return min(1, v), err
 }
 
 // butterfly replaces v(z) by Σ_z Π_j N_j(t_j | z_j) v(z), N_j the pure randomized
@@ -100,6 +41,7 @@ type Rule struct {
 	pr  *Protocol
 	tab []int
 	out int
+	acc *Accuracy // nil: uniform inputs, 0/1 measure (RuleWith sets it)
 }
 
 // BayesRule returns the Bayes rule of eq. (13) for f under the protocol.
@@ -122,12 +64,24 @@ func (r *Rule) Decide(tau []int) int {
 	any := false
 	for x, y := range r.tab {
 		if p := r.pr.probTranscript(tau, uint32(x)); p > 0 {
+			if r.acc != nil {
+				p *= r.acc.Prior[x]
+			}
 			score[y] += p
 			any = true
 		}
 	}
 	if !any {
 		return -1
+	}
+	if r.acc != nil { // expected accuracy of each decision d: Σ_y w(y, d)·score[y]
+		gain := make([]float64, r.out)
+		for d := range gain {
+			for y := range score {
+				gain[d] += r.acc.Measure[y][d] * score[y]
+			}
+		}
+		score = gain
 	}
 	best := 0
 	for y := range score {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -120,7 +121,7 @@ func TestLDPErrors(t *testing.T) {
 // multiparty's TestXORWorkedExample; here the float64 formula, 1e-15 relative.
 func TestMultipartyXORExample(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,1,2", "--function", "xor", "--json"))
-	if got, want := keysOf(v), "average_accuracy,decision_table,worst_case_accuracy,worst_case_upper_bound"; got != want {
+	if got, want := keysOf(v), "average_accuracy,bits,decision_table,measure,worst_case_accuracy,worst_case_upper_bound"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	want := 0.5 * (1 + math.Tanh(0.5)*math.Tanh(0.5)*math.Tanh(1))
@@ -258,6 +259,73 @@ func TestLDPCompareAndDelta(t *testing.T) {
 		{name: "delta range", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--delta", "2", "--utility", "tv", "--p0", "0.5,0.5", "--p1", "0.2,0.8"}, code: exitUsage, want: []string{"--delta"}},
 		{name: "chi2 zero", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "chi2", "--p0", "0.5,0.5", "--p1", "1,0"}, code: exitUsage, want: []string{"p1"}},
 		{name: "bad utility", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "renyi"}, code: exitUsage, want: []string{"hellinger"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+	}
+}
+
+// TestMultipartyMeasures: --accuracy hamming, --bits, --table, --prior against
+// multiparty/testdata/reference.json (40 digits, every transcript enumerated): the
+// thesis's Fig. 4.2 baselines — the Hamming distance of two parties' two bits, accuracy
+// 2 − |d − d̂|: 1.5 at ε = 0 (docs/errata.md, thesis item 6), 1.62412027028950760 at
+// ε = 2; the function "y1 ⊕ y2 if x = 0 else y1 ∧ y2" as a truth table: 0.625 at ε = 0,
+// 0.781267400268924694 at ε = 2 — and majority of three under a skewed prior with δ = 0.1:
+// 0.787625643982376700. Tolerance 1e-12 relative.
+func TestMultipartyMeasures(t *testing.T) {
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got/want-1) > 1e-12 {
+			t.Errorf("%s: %v, reference %v", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		eps  string
+		want float64
+	}{{"0", 1.5}, {"2", 1.62412027028950760}} {
+		v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", c.eps+","+c.eps, "--bits", "2,2", "--function", "hamming", "--accuracy", "hamming", "--json"))
+		near("hamming ε="+c.eps, number(t, v, "average_accuracy"), c.want)
+		if v["worst_case_accuracy"] != nil || v["measure"] != "hamming" {
+			t.Errorf("hamming: worst case %v, measure %v", v["worst_case_accuracy"], v["measure"])
+		}
+	}
+	table := "# x y1 y2 -> y1 xor y2 if x = 0, y1 and y2 if x = 1\n000 0\n100 0\n010 1\n110 0\n001 1\n101 0\n011 0\n111 1\n"
+	for _, c := range []struct {
+		eps  string
+		want float64
+	}{{"0", 0.625}, {"2", 0.781267400268924694}} {
+		v := decodeJSON(t, mustSucceed(t, table, "multiparty", "--eps", c.eps+","+c.eps, "--bits", "1,2", "--table", "-", "--json"))
+		near("table ε="+c.eps, number(t, v, "average_accuracy"), c.want)
+		wc, up := number(t, v, "worst_case_accuracy"), number(t, v, "worst_case_upper_bound")
+		if !(wc <= up && up <= number(t, v, "average_accuracy")+1e-12) {
+			t.Errorf("table ε=%s: worst case [%v, %v]", c.eps, wc, up)
+		}
+	}
+	v := decodeJSON(t, mustSucceed(t, "", "multiparty", "--eps", "1,0.5,2", "--delta", "0.1", "--function", "majority",
+		"--prior", "0.3,0.05,0.1,0.05,0.2,0.1,0.05,0.15", "--json"))
+	near("majority prior", number(t, v, "average_accuracy"), 0.787625643982376700)
+	dir := t.TempDir()
+	short := dir + "/short.txt"
+	if err := os.WriteFile(short, []byte("00 0\n01 1\n10 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []errorCase{
+		{name: "both", args: []string{"multiparty", "--eps", "1,1", "--function", "xor", "--table", short}, code: exitUsage, want: []string{"exclude"}},
+		{name: "missing input", args: []string{"multiparty", "--eps", "1,1", "--table", short}, code: exitUsage, want: []string{"input 11 missing"}},
+		{name: "bad line", stdin: "00 0\n0x 1\n", args: []string{"multiparty", "--eps", "1,1", "--table", "-"}, code: exitUsage, want: []string{"line 2"}},
+		{name: "hamming parties", args: []string{"multiparty", "--eps", "1,1,1", "--function", "hamming"}, code: exitUsage, want: []string{"two parties"}},
+		{name: "bits count", args: []string{"multiparty", "--eps", "1,1", "--bits", "2", "--function", "xor"}, code: exitUsage, want: []string{"--bits"}},
+		{name: "too many bits", args: []string{"multiparty", "--eps", "1,1", "--bits", "7,6", "--function", "xor"}, code: exitUsage, want: []string{"13 bits"}},
+		{name: "prior length", args: []string{"multiparty", "--eps", "1,1", "--prior", "0.5,0.5", "--function", "xor"}, code: exitUsage, want: []string{"--prior", "4 probabilities"}},
+		{name: "prior sum", args: []string{"multiparty", "--eps", "1", "--prior", "0.5,0.6", "--function", "xor"}, code: exitUsage, want: []string{"prior"}},
+		{name: "bad measure", args: []string{"multiparty", "--eps", "1", "--accuracy", "l2", "--function", "xor"}, code: exitUsage, want: []string{"--accuracy"}},
 	} {
 		r := dpkitRun(t, c.stdin, c.args...)
 		if r.code != c.code {
