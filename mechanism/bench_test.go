@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/dpkit/dpkit/noise"
@@ -75,5 +76,29 @@ func BenchmarkGaussianVector(b *testing.B) {
 		if _, err := m.ReleaseVector(v, src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkQuantile: one exact quantile release over n sorted values on an integer grid
+// of 2^20 points (the O(n) pass over the runs plus O(1) exact rounds).
+func BenchmarkQuantile(b *testing.B) {
+	for _, n := range []int{10, 1000, 1000000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			m, err := NewQuantile(QuantileOptions{Epsilon: 1, Sensitivity: 1, P: 0.5, Lower: 0, Upper: 1 << 20, Step: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = float64(i * (1 << 20) / n)
+			}
+			src := noise.Seeded(1)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := m.ReleaseSorted(vals, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

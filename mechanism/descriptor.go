@@ -31,6 +31,7 @@ const DescriptorVersion = 1
 //	geometric             GeometricOptions           Geometric (discrete Laplace)
 //	gaussian              GaussianOptions            Gaussian (secure discrete Gaussian)
 //	exponential           ExponentialOptions         Exponential
+//	quantile              QuantileOptions            Quantile (exponential mechanism on a grid)
 //	randomized_response   RandomizedResponseOptions  RandomizedResponse
 //	randomized_response4  RandomizedResponse4Options RandomizedResponse4
 //	median                MedianOptions              Median (smooth sensitivity)

@@ -30,6 +30,7 @@ func allMechanisms(t *testing.T) map[string]Mechanism {
 		"gaussian/classic": must(NewGaussian(GaussianOptions{Epsilon: 0.5, Delta: 1e-5, Sensitivity: 3, Calibration: Classic})),
 		"gaussian/vector":  must(NewGaussian(GaussianOptions{Epsilon: 1, Delta: 1e-5, Sensitivity: 1, Dimension: 4})),
 		"exponential":      must(NewExponential(ExponentialOptions{Epsilon: 1, Sensitivity: 2, Monotonic: true})),
+		"quantile":         must(NewQuantile(QuantileOptions{Epsilon: 1, Sensitivity: 2, P: 0.9, Lower: -1, Upper: 3.5, Step: 0.5})),
 		"rr":               must(NewRandomizedResponse(RandomizedResponseOptions{Epsilon: 1, Categories: 5})),
 		"rr4":              must(NewRandomizedResponse4(RandomizedResponse4Options{Epsilon: 1, Delta: 0.01})),
 		"median":           must(NewMedian(MedianOptions{Epsilon: 1, Lower: -5, Upper: 100})),

@@ -95,3 +95,14 @@ func ExampleNewComposition() {
 	// basic composition: (ε=1, δ=2e-06)
 	// Gaussian DP: μ = 0.1755
 }
+
+func ExampleNewQuantile() {
+	// The median of ages in [0, 120], one row per person (Δu = 1), at ε = 1: the
+	// exponential mechanism over the 121 integer ages, sampled exactly.
+	m, _ := mechanism.NewQuantile(mechanism.QuantileOptions{Epsilon: 1, Sensitivity: 1, P: 0.5, Lower: 0, Upper: 120, Step: 1})
+	fmt.Println(m.Guarantee(), m.Points(), "candidates, scale", m.Scale(), "ranks")
+	fmt.Println(m.Descriptor())
+	// Output:
+	// (ε=1, δ=0) 121 candidates, scale 2 ranks
+	// {"kind":"quantile","version":1,"epsilon":1,"sensitivity":1,"p":0.5,"lower":0,"upper":120,"step":1}
+}

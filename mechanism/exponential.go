@@ -190,25 +190,29 @@ func (m *Exponential) exponents(utilities []float64) ([]exponent, error) {
 			qmax = q[i]
 		}
 	}
-	frac, e := math.Frexp(m.lambda) // λ = L·2^(e−53), L < 2^53 an integer
-	L := big.NewInt(int64(math.Ldexp(frac, 53)))
-	shift := e - 53 + 63 // 2^63·λ·G = L·G·2^shift
-	mask := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 63), big.NewInt(1))
 	out := make([]exponent, len(utilities))
 	x := new(big.Int)
 	for i := range q {
-		x.Sub(qmax, q[i])
-		x.Mul(x, L)
-		if shift >= 0 {
-			x.Lsh(x, uint(shift))
-		} else {
-			x.Rsh(x, uint(-shift)) // x ≥ 0: floor
-		}
-		out[i].frac = new(big.Int).And(x, mask).Uint64()
-		out[i].whole = new(big.Int).Rsh(x, 63)
+		out[i] = m.gamma(x.Sub(qmax, q[i]))
 	}
 	return out, nil
 }
+
+// gamma returns γ̃ = ⌊2^63·λ·g⌋/2^63 for g = q_max − q ≥ 0, exactly (λ = L·2^(e−53),
+// L < 2^53 an integer, so 2^63·λ·g = L·g·2^(e+10)). g is not modified.
+func (m *Exponential) gamma(g *big.Int) exponent {
+	frac, e := math.Frexp(m.lambda)
+	x := new(big.Int).Mul(g, big.NewInt(int64(math.Ldexp(frac, 53))))
+	if shift := e - 53 + 63; shift >= 0 {
+		x.Lsh(x, uint(shift))
+	} else {
+		x.Rsh(x, uint(-shift)) // x ≥ 0: floor
+	}
+	lo := new(big.Int).And(x, mask63).Uint64()
+	return exponent{whole: x.Rsh(x, 63), frac: lo}
+}
+
+var mask63 = new(big.Int).SetUint64(1<<63 - 1)
 
 // approx returns γ̃ as a float64 (for Probabilities only).
 func (g exponent) approx() float64 {

@@ -35,7 +35,11 @@ func NewGeometric(o GeometricOptions) (*Geometric, error) {
 	if o.Sensitivity < 1 || o.Sensitivity > 1<<40 {
 		return nil, perr("sensitivity", o.Sensitivity, "an integer in [1, 2^40]")
 	}
-	d, err := noise.NewDiscreteLaplace(o.Epsilon / float64(o.Sensitivity))
+	rate := o.Epsilon / float64(o.Sensitivity) // Δ ≤ 2^40 is exact
+	if math.FMA(rate, float64(o.Sensitivity), -o.Epsilon) > 0 {
+		rate = math.Nextafter(rate, 0) // rounded up: step down so that rate·Δ ≤ ε
+	}
+	d, err := noise.NewDiscreteLaplace(rate)
 	if err != nil {
 		return nil, perr("epsilon", o.Epsilon, "epsilon/sensitivity in [2^-40, 2^20]")
 	}

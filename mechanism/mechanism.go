@@ -31,6 +31,7 @@ var (
 	_ Mechanism = (*Geometric)(nil)
 	_ Mechanism = (*Gaussian)(nil)
 	_ Mechanism = (*Exponential)(nil)
+	_ Mechanism = (*Quantile)(nil)
 	_ Mechanism = (*RandomizedResponse)(nil)
 	_ Mechanism = (*RandomizedResponse4)(nil)
 	_ Mechanism = (*Median)(nil)

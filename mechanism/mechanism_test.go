@@ -3,6 +3,8 @@ package mechanism
 import (
 	"errors"
 	"math"
+	"math/big"
+	"pgregory.net/rapid"
 	"testing"
 
 	"github.com/dpkit/dpkit"
@@ -408,4 +410,22 @@ func TestInvalidOptions(t *testing.T) {
 	if _, err := m.Interval(1); err == nil {
 		t.Error("Interval(1) accepted")
 	}
+}
+
+// TestGeometricRateNeverAboveEpsilon: the discrete Laplace rate r used for an integer
+// query of sensitivity Δ satisfies r·Δ ≤ ε exactly (checked in rationals), so the release
+// is ε-DP (ε/Δ rounded to nearest could be above; the constructor steps it down).
+func TestGeometricRateNeverAboveEpsilon(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		eps := rapid.Float64Range(1e-3, 10).Draw(t, "eps")
+		sens := rapid.Int64Range(1, 1<<20).Draw(t, "sens")
+		m, err := NewGeometric(GeometricOptions{Epsilon: eps, Sensitivity: sens})
+		if err != nil {
+			t.Skip(err) // ε/Δ outside the sampler's range
+		}
+		loss := new(big.Rat).Mul(new(big.Rat).SetFloat64(m.Rate()), new(big.Rat).SetInt64(sens))
+		if loss.Cmp(new(big.Rat).SetFloat64(eps)) > 0 {
+			t.Fatalf("rate %v · Δ %v > ε %v", m.Rate(), sens, eps)
+		}
+	})
 }
