@@ -25,10 +25,12 @@
 //
 // Prepare returns a Plan: the quantities to privatise and their ℓ1/ℓ2 sensitivities
 // under the neighbouring relation (package sensitivity: add/remove one privacy unit, or
-// replace one) and MaxRows. Plan.Release adds calibrated noise — discrete Laplace for
-// counts, secure (snapped) Laplace for sums, both for AVG, the exponential mechanism for
-// quantiles — and reports the mechanism, its scale, a 95% interval and the (ε, 0)
-// charged. Plan.Evaluate returns the exact, non-private answer (for tests and curators).
+// replace one) and MaxRows. Plan.Release adds calibrated noise through the mechanism
+// values of package mechanism that Plan.Mechanisms chooses — geometric (discrete
+// Laplace) for counts, secure (snapped) Laplace for sums, both for AVG, the exact
+// exponential mechanism for quantiles — and reports the mechanism, its scale, a 95%
+// interval, the (ε, 0) charged and the mechanisms' descriptor. The query layer never
+// samples noise itself. Plan.Evaluate returns the exact, non-private answer (for tests and curators).
 //
 // Reported sensitivities are never below the exact ones: sums are exact (128-bit
 // integers), and the single rounding to float64 is covered by a slack of at most a

@@ -230,3 +230,5 @@ func (b *bound) exactValue(g *groupStats) float64 {
 		return g.values[quantileRank(b.q.P, g.count)-1]
 	}
 }
+
+func newFloat() *big.Float { return new(big.Float).SetPrec(256) }

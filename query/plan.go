@@ -35,7 +35,18 @@ type Component struct {
 	L2       float64 // ℓ2 sensitivity over all groups
 	Share    float64 // fraction of the query's ε spent on it
 	Centre   float64 // AVG only: the public centre c subtracted from every value
+
+	kind componentKind // which mechanism releases it
 }
+
+// componentKind says which mechanism releases a component.
+type componentKind int
+
+const (
+	countComponent componentKind = iota // mechanism.Geometric
+	sumComponent                        // mechanism.Laplace
+	rankComponent                       // mechanism.Quantile
+)
 
 // sumSlack is the relative bound 2^-52 on the rounding of an exact sum to the nearest
 // float64 (half an ulp is 2^-53 of the value; two sums differ by at most twice that).
@@ -100,7 +111,7 @@ func (p *Plan) plan() error {
 	}
 	switch q.Agg {
 	case Count, Histogram:
-		c := Component{Quantity: "COUNT(*)", Share: 1}
+		c := Component{Quantity: "COUNT(*)", Share: 1, kind: countComponent}
 		var err error
 		if grouped {
 			c.L1, c.L2, err = sensitivity.Histogram(nb, m)
@@ -118,7 +129,7 @@ func (p *Plan) plan() error {
 		if err != nil {
 			return err
 		}
-		p.Components = []Component{{Quantity: fmt.Sprintf("SUM(%s)", p.b.agg.decl.Name), L1: l1, L2: l1, Share: 1}}
+		p.Components = []Component{{Quantity: fmt.Sprintf("SUM(%s)", p.b.agg.decl.Name), L1: l1, L2: l1, Share: 1, kind: sumComponent}}
 	case Avg:
 		lo, hi := p.b.agg.decl.Min, p.b.agg.decl.Max
 		c := lo/2 + hi/2 // any public centre is sound; this one is within [lo, hi]
@@ -137,15 +148,15 @@ func (p *Plan) plan() error {
 			return err
 		}
 		p.Components = []Component{
-			{Quantity: fmt.Sprintf("SUM(%s − %g)", p.b.agg.decl.Name, c), L1: l1, L2: l1, Share: 0.5, Centre: c},
-			{Quantity: "COUNT(*)", L1: cl1, L2: cl2, Share: 0.5},
+			{Quantity: fmt.Sprintf("SUM(%s − %g)", p.b.agg.decl.Name, c), L1: l1, L2: l1, Share: 0.5, Centre: c, kind: sumComponent},
+			{Quantity: "COUNT(*)", L1: cl1, L2: cl2, Share: 0.5, kind: countComponent},
 		}
 	case Median, Quantile:
 		du := float64(m)
 		if nb == sensitivity.ReplaceOne {
 			du = 2 * float64(m)
 		}
-		p.Components = []Component{{Quantity: "rank utility", L1: du, L2: du, Share: 1}}
+		p.Components = []Component{{Quantity: "rank utility", L1: du, L2: du, Share: 1, kind: rankComponent}}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/sensitivity"
 )
@@ -31,6 +32,9 @@ type Answer struct {
 	CI95 []float64
 	// Charged is the privacy guarantee of this release: (ε, 0), pure ε-DP.
 	Charged dpkit.Budget
+	// Descriptor describes the mechanism(s) the release ran (package mechanism), for the
+	// ledger: one mechanism, or a composition (AVG's sum and count).
+	Descriptor mechanism.Descriptor
 }
 
 // Group is the noisy aggregate of one group.
@@ -45,48 +49,43 @@ var secure = noise.Secure()
 // Release computes the exact aggregate and returns it with noise calibrated to the plan's
 // sensitivities, as an ε-differentially private release with ε = b.Epsilon (b.Delta is not
 // used: every mechanism here is pure ε-DP, so Charged.Delta = 0). src supplies the
-// randomness; nil means noise.Secure().
+// randomness; nil means noise.Secure(). The noise is added by the mechanism values of
+// package mechanism that Mechanisms returns for b; Answer.Descriptor describes them.
 //
 // Mechanisms, for the neighbouring relation and MaxRows of the plan:
 //
-//   - COUNT(*), HISTOGRAM, COUNT(*) GROUP BY: the discrete Laplace (two-sided geometric)
-//     mechanism, P(Z = z) ∝ e^(−|z|·ε/Δ₁), on every count, Δ₁ the ℓ1 sensitivity of the
-//     vector of counts (the lecture slides "Laplace mechanism" for integer-valued queries; exact
-//     sampler noise.DiscreteLaplace). Counts stay integers; they may be negative.
-//   - SUM: the secure Laplace mechanism (noise.SecureLaplace: value snapped to a power-of-
-//     two grid g, exact discrete Laplace noise on the grid) with scale ≈ Δ₁/ε. For a
-//     grouped sum the sensitivity given to it is Δ₁ + (groups changed)·g, since snapping
-//     each group can add one grid step to its difference.
+//   - COUNT(*), HISTOGRAM, COUNT(*) GROUP BY: mechanism.Geometric, the discrete Laplace
+//     (two-sided geometric) mechanism, P(Z = z) ∝ e^(−|z|·ε/Δ₁), on every count, Δ₁
+//     the ℓ1 sensitivity of the vector of counts (the lecture slides "Laplace mechanism"
+//     for integer-valued queries; exact sampler). Counts stay integers; they may be
+//     negative.
+//   - SUM: mechanism.Laplace, the secure Laplace mechanism (value snapped to a
+//     power-of-two grid g, exact discrete Laplace noise on the grid) with scale ≈ Δ₁/ε.
+//     For a grouped sum the sensitivity given to it is Δ₁ + (groups changed)·g, since
+//     snapping each group can add one grid step to its difference.
 //   - AVG: ε/2 on the centred sum (SUM rule) and ε/2 on the count (COUNT rule); the
 //     release is c + s̃/max(ñ, 1), clamped to [lo, hi] (post-processing). CI95 combines
 //     the 97.5% intervals of both noises (union bound).
-//   - MEDIAN, QUANTILE(p): the exponential mechanism (the lecture slides; McSherry–Talwar 2007) over
-//     the grid points of [lo, hi] (the integers for Int columns, the multiples of γ for
-//     Float columns) with utility u(y) = −|#{x_i < y} − p·n| and Δu from the plan, run in
-//     Smith's (2011) form: the points between consecutive data values share a utility,
-//     so a run is chosen with probability ∝ (its number of points)·e^(ε'u/(2Δu)) and a
-//     point uniformly inside it. The set of outputs is the grid whatever the data. Each
-//     group is released at the full ε' (one unit's rows move the utilities of all groups
-//     by at most Δu in total). The choice of a run is computed in float64 (log-space);
-//     to cover its rounding (relative errors of order n·2^-53 ≤ 2^-19 in the weights)
-//     the mechanism runs at ε' = ε − (1+ε)·2^-16, and refuses ε' < ε/2
-//     (*dpkit.InfeasibleError). This margin comes from an error analysis, not from an
-//     exact sampler.
+//   - MEDIAN, QUANTILE(p): mechanism.Quantile, the exponential mechanism (the lecture
+//     slides; McSherry–Talwar 2007) over the grid points of [lo, hi] (the integers for
+//     Int columns, the multiples of γ for Float columns) with utility
+//     u(y) = −|#{x_i < y} − p·n| and Δu from the plan, in Smith's (2011) form (a run of
+//     points between data values, then a point inside it), sampled exactly: no
+//     floating-point margin on ε. The set of outputs is the grid whatever the data.
+//     Each group is released at the full ε (one unit's rows move the utilities of all
+//     groups by at most Δu in total).
 //
 // b must have a finite ε > 0 (else *dpkit.ParamError).
 func (p *Plan) Release(b dpkit.Budget, src noise.Source) (*Answer, error) {
-	if err := b.Validate(); err != nil {
-		return nil, err
-	}
-	if err := dpkit.CheckPositive("epsilon", b.Epsilon); err != nil {
+	ms, err := p.Mechanisms(b)
+	if err != nil {
 		return nil, err
 	}
 	if src == nil {
 		src = secure
 	}
 	gs := p.b.stats()
-	eps := b.Epsilon
-	a := &Answer{Charged: dpkit.Budget{Epsilon: eps}}
+	a := &Answer{Charged: dpkit.Budget{Epsilon: b.Epsilon}, Descriptor: describe(ms)}
 	if p.Groups != nil {
 		a.Groups = make([]Group, len(gs))
 		for i := range gs {
@@ -101,102 +100,140 @@ func (p *Plan) Release(b dpkit.Budget, src noise.Source) (*Answer, error) {
 		}
 		a.Groups[i].Value, a.Groups[i].CI95 = v, ci
 	}
-	c := p.Components[0]
 	switch p.Query.Agg {
 	case Count, Histogram:
-		lap, h, err := countNoise(c.L1, eps, 0.05)
-		if err != nil {
-			return nil, err
-		}
-		a.Mechanism, a.Scale = "discrete laplace", 1/lap.Rate()
+		geo := ms[0].(*mechanism.Geometric)
+		h := countHalfWidth(geo, 0.05)
+		a.Mechanism, a.Scale = "discrete laplace", 1/geo.Rate()
 		for i := range gs {
-			v := float64(gs[i].count + lap.Sample(src))
+			v := float64(geo.Release(gs[i].count, src))
 			set(i, v, []float64{v - h, v + h})
 		}
 		if p.Groups != nil {
 			a.CI95 = []float64{-h, h}
 		}
 	case Sum:
-		lap, h, err := p.sumNoise(c.L1, eps, 0.05)
-		if err != nil {
-			return nil, err
-		}
-		a.Mechanism, a.Scale = "laplace (secure, snapped)", lap.Scale()
+		lap := ms[0].(*mechanism.Laplace)
+		h, _ := lap.Interval(0.05)
+		a.Mechanism, a.Scale = "laplace (secure, snapped)", lap.NoiseScale()
 		for i := range gs {
 			s, _ := exactSum(&gs[i], p.b.agg.unitGrid()).Float64()
-			v := lap.Add(src, s)
+			v, err := lap.Release(s, src)
+			if err != nil {
+				return nil, err
+			}
 			set(i, v, []float64{v - h, v + h})
 		}
 		if p.Groups != nil {
 			a.CI95 = []float64{-h, h}
 		}
 	case Avg:
-		lo, hi := p.b.agg.decl.Min, p.b.agg.decl.Max
-		lap, hs, err := p.sumNoise(c.L1, eps/2, 0.025)
-		if err != nil {
+		if err := p.releaseAvg(a, gs, ms, src, set); err != nil {
 			return nil, err
-		}
-		cnt, hc, err := countNoise(p.Components[1].L1, eps/2, 0.025)
-		if err != nil {
-			return nil, err
-		}
-		a.Mechanism, a.Scale = "laplace (secure, snapped) sum / discrete laplace count", lap.Scale()
-		for i := range gs {
-			s := centredSum(&gs[i], p.b.agg.unitGrid(), c.Centre)
-			ns := lap.Add(src, s)
-			nc := float64(gs[i].count + cnt.Sample(src))
-			v := c.Centre + ns/math.Max(nc, 1)
-			v = math.Max(lo, math.Min(hi, v))
-			set(i, v, avgInterval(ns, nc, hs, hc, c.Centre, lo, hi))
 		}
 	case Median, Quantile:
-		epsEM := eps - (1+eps)*0x1p-16
-		if !(epsEM >= eps/2) {
-			return nil, &dpkit.InfeasibleError{Msg: fmt.Sprintf(
-				"ε = %g is too small for the quantile mechanism (needs ε − (1+ε)·2^-16 ≥ ε/2, ε ≳ 3.1e-5)", eps)}
-		}
-		a.Mechanism, a.Scale = "exponential (quantile)", 2*c.L1/epsEM
+		qm := ms[0].(*mechanism.Quantile)
+		a.Mechanism, a.Scale = "exponential (quantile)", qm.Scale()
 		for i := range gs {
-			set(i, p.quantileEM(&gs[i], epsEM, c.L1, src), nil)
+			v, err := qm.ReleaseSorted(gs[i].values, src)
+			if err != nil {
+				return nil, err
+			}
+			set(i, v, nil)
 		}
 	}
 	return a, nil
 }
 
-// countNoise returns the discrete Laplace distribution with rate ≤ ε/Δ and the smallest
-// integer h with P(|Z| > h) ≤ tail.
-func countNoise(sens, eps, tail float64) (*noise.DiscreteLaplace, float64, error) {
-	rate := eps / sens
-	if math.FMA(rate, sens, -eps) > 0 { // rounded up: step down so that rate·Δ ≤ ε
-		rate = math.Nextafter(rate, 0)
+// releaseAvg releases c + s̃/max(ñ, 1) per group (see Release).
+func (p *Plan) releaseAvg(a *Answer, gs []groupStats, ms []mechanism.Mechanism, src noise.Source, set func(int, float64, []float64)) error {
+	c := p.Components[0]
+	lo, hi := p.b.agg.decl.Min, p.b.agg.decl.Max
+	lap, cnt := ms[0].(*mechanism.Laplace), ms[1].(*mechanism.Geometric)
+	hs, _ := lap.Interval(0.025)
+	hc := countHalfWidth(cnt, 0.025)
+	a.Mechanism, a.Scale = "laplace (secure, snapped) sum / discrete laplace count", lap.NoiseScale()
+	for i := range gs {
+		s := centredSum(&gs[i], p.b.agg.unitGrid(), c.Centre)
+		ns, err := lap.Release(s, src)
+		if err != nil {
+			return err
+		}
+		nc := float64(cnt.Release(gs[i].count, src))
+		v := c.Centre + ns/math.Max(nc, 1)
+		v = math.Max(lo, math.Min(hi, v))
+		set(i, v, avgInterval(ns, nc, hs, hc, c.Centre, lo, hi))
 	}
-	lap, err := noise.NewDiscreteLaplace(rate)
+	return nil
+}
+
+// Mechanisms returns the mechanism values a release of the plan under b runs, one per
+// component, in the order of Components: mechanism.Geometric for counts,
+// mechanism.Laplace for (centred) sums, mechanism.Quantile for quantiles, each at its
+// share of ε. b must have a finite ε > 0.
+func (p *Plan) Mechanisms(b dpkit.Budget) ([]mechanism.Mechanism, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	if err := dpkit.CheckPositive("epsilon", b.Epsilon); err != nil {
+		return nil, err
+	}
+	ms := make([]mechanism.Mechanism, len(p.Components))
+	for i, c := range p.Components {
+		eps := b.Epsilon * c.Share // Share is 1 or ½: exact
+		var err error
+		switch c.kind {
+		case countComponent:
+			ms[i], err = countMechanism(c.L1, eps)
+		case sumComponent:
+			ms[i], err = p.sumMechanism(c.L1, eps)
+		case rankComponent:
+			ms[i], err = p.quantileMechanism(c.L1, eps)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ms, nil
+}
+
+// describe returns the descriptor of one release's mechanisms: the mechanism's own, or a
+// composition of several (AVG).
+func describe(ms []mechanism.Mechanism) mechanism.Descriptor {
+	if len(ms) == 1 {
+		return ms[0].Descriptor()
+	}
+	c, err := mechanism.NewComposition(ms...)
 	if err != nil {
-		return nil, 0, &dpkit.ParamError{Name: "epsilon", Value: eps,
+		return mechanism.Descriptor{}
+	}
+	return c.Descriptor()
+}
+
+// countMechanism returns the geometric mechanism for a count of (integer) sensitivity
+// sens at ε: rate ≤ ε/Δ (mechanism.Geometric rounds down).
+func countMechanism(sens, eps float64) (*mechanism.Geometric, error) {
+	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: eps, Sensitivity: int64(sens)})
+	if err != nil {
+		return nil, &dpkit.ParamError{Name: "epsilon", Value: eps,
 			Want: fmt.Sprintf("ε/Δ in [%g, %g] for Δ = %g", noise.MinRate, noise.MaxRate, sens)}
 	}
-	return lap, geometricTail(lap.Rate(), tail), nil
+	return m, nil
 }
 
-// geometricTail returns the smallest integer h ≥ 0 with P(|Z| > h) ≤ tail for the
-// discrete Laplace distribution of rate r: P(|Z| > h) = 2q^(h+1)/(1+q), q = e^(−r).
-func geometricTail(r, tail float64) float64 {
-	q := math.Exp(-r)
-	h := math.Max(0, math.Ceil(math.Log(2/(tail*(1+q)))/r)-1)
-	for h > 0 && 2*math.Exp(-r*h)/(1+q) <= tail { // h−1 would do (rounding)
-		h--
-	}
-	for 2*math.Exp(-r*(h+1))/(1+q) > tail {
-		h++
-	}
-	return h
+// countHalfWidth returns the smallest integer h with P(|Z| > h) ≤ tail for the
+// geometric mechanism's noise: its Interval (the smallest w with P(|Z| ≥ w) ≤ tail)
+// minus one.
+func countHalfWidth(m *mechanism.Geometric, tail float64) float64 {
+	w, _ := m.Interval(tail)
+	return float64(w - 1)
 }
 
-// sumNoise returns the secure Laplace sampler for a (possibly grouped) sum with ℓ1
-// sensitivity sens at privacy eps, and a half-width h with P(|error| > h) ≤ tail, the
-// error including the snapping to the grid. For grouped sums the sensitivity is raised
-// by one grid step per group one unit can change (see Release).
-func (p *Plan) sumNoise(sens, eps, tail float64) (*noise.SecureLaplace, float64, error) {
+// sumMechanism returns the secure Laplace mechanism for a (possibly grouped) sum with ℓ1
+// sensitivity sens at privacy eps. For grouped sums the sensitivity is raised by one
+// grid step per group one unit can change (see Release); its Interval(β) is then a
+// half-width including the snapping to the grid.
+func (p *Plan) sumMechanism(sens, eps float64) (*mechanism.Laplace, error) {
 	changed := 0
 	if p.Groups != nil {
 		changed = min(p.MaxRows, len(p.Groups))
@@ -206,19 +243,25 @@ func (p *Plan) sumNoise(sens, eps, tail float64) (*noise.SecureLaplace, float64,
 	}
 	d := sens
 	for range 4 {
-		lap, err := noise.NewSecureLaplace(d, eps)
+		lap, err := mechanism.NewLaplace(mechanism.LaplaceOptions{Epsilon: eps, Sensitivity: d})
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		g := lap.Granularity()
 		if need := sens + float64(changed)*g; changed == 0 || d >= need {
-			t := lap.Scale() / g // grid scale, an integer
-			k := geometricTail(1/t, tail)
-			return lap, (k + 1) * g, nil
+			return lap, nil
 		}
 		d = math.Nextafter(sens+float64(changed)*g, math.Inf(1))
 	}
-	return nil, 0, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "a value for which the grid of the sum's noise settles"}
+	return nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "a value for which the grid of the sum's noise settles"}
+}
+
+// quantileMechanism returns the exact quantile mechanism over the aggregated column's
+// grid with utility sensitivity du at ε.
+func (p *Plan) quantileMechanism(du, eps float64) (*mechanism.Quantile, error) {
+	c := p.b.agg
+	return mechanism.NewQuantile(mechanism.QuantileOptions{Epsilon: eps, Sensitivity: du, P: p.Query.P,
+		Lower: c.decl.Min, Upper: c.decl.Max, Step: c.unitGrid()})
 }
 
 // centredSum returns Σ(x_i − c) = Σx_i − n·c, computed exactly and rounded once.

@@ -22,8 +22,13 @@ func TestReleaseParams(t *testing.T) {
 		}
 	}
 	q := mustPrepare(t, tab, "SELECT MEDIAN(salary) FROM t")
-	if _, err := q.Release(dpkit.Budget{Epsilon: 1e-5}, noise.Seeded(1)); !errors.Is(err, dpkit.ErrInfeasible) {
-		t.Errorf("median at ε = 1e-5: %v, want infeasible", err)
+	// The exact quantile sampler has no ε margin: ε = 1e-5 (refused by the old float
+	// sampler) is answered; below the exponential mechanism's 2^-40 it is a ParamError.
+	if _, err := q.Release(dpkit.Budget{Epsilon: 1e-5}, noise.Seeded(1)); err != nil {
+		t.Errorf("median at ε = 1e-5: %v", err)
+	}
+	if _, err := q.Release(dpkit.Budget{Epsilon: 1e-13}, noise.Seeded(1)); !errors.As(err, new(*dpkit.ParamError)) {
+		t.Errorf("median at ε = 1e-13: %v, want a ParamError", err)
 	}
 	a, err := q.Release(dpkit.Budget{Epsilon: 1, Delta: 1e-6}, noise.Seeded(1))
 	if err != nil || a.Charged != (dpkit.Budget{Epsilon: 1}) {
@@ -45,7 +50,7 @@ func TestReleaseShapes(t *testing.T) {
 		{"SELECT HISTOGRAM(dept) FROM t", "discrete laplace", 2, true},         // ℓ1 = 1
 		{"SELECT SUM(salary) FROM t", "laplace (secure, snapped)", 2e5, false}, // Δ = 1e5
 		{"SELECT AVG(salary) FROM t GROUP BY dept", "laplace (secure, snapped) sum / discrete laplace count", 4 * 45000, true},
-		{"SELECT MEDIAN(salary) FROM t", "exponential (quantile)", 2 / (0.5 - 1.5*0x1p-16), false}, // 2Δu/ε'
+		{"SELECT MEDIAN(salary) FROM t", "exponential (quantile)", 2 / 0.5, false}, // 2Δu/ε (exact sampler: no margin on ε)
 	} {
 		p := mustPrepare(t, tab, tc.sql)
 		a, err := p.Release(dpkit.Budget{Epsilon: 0.5}, src)
