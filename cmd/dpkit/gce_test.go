@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +52,7 @@ func TestGCEMembershipReferencePoint(t *testing.T) {
 
 func TestGCEUniformPrior(t *testing.T) {
 	v := decodeJSON(t, mustSucceed(t, "", "gce", "uniform-prior", "--mech", "0.01,0,1000", "--delta", "1e-6", "--json"))
-	if got, want := keysOf(v), "delta,epsilon,worst_case_epsilon"; got != want {
+	if got, want := keysOf(v), "corollary6_epsilon,delta,epsilon,simple,worst_case_epsilon"; got != want {
 		t.Fatalf("keys %s, want %s", got, want)
 	}
 	eps, worst := number(t, v, "epsilon"), number(t, v, "worst_case_epsilon")
@@ -146,6 +148,94 @@ func TestGCEErrors(t *testing.T) {
 		}
 		if out := mustSucceed(t, "", append(args, "--help")...); !strings.HasPrefix(out, "Usage: dpkit gce") {
 			t.Errorf("%v --help: %q", args, out)
+		}
+	}
+}
+
+// TestGCEAllowedCorollariesRefineSubsample: the library-only parts of HBW on the command
+// line. --allowed {1100, 0011}: unbounded compares each with 0⃗ (two steps differ),
+// bounded compares them with each other (all four), so the answers equal compose's for
+// 2 and 4 steps. uniform-prior's "simple" guarantee is Cor. 7's closed form
+// ε = ln(((1 + e^ε')^k − 1)/(2^k − 1)), δ = 2^(k−1)/(2^k − 1)·k·δ' (rounded up by at most
+// 3e-12 relative), and
+// Theorem 3 ≤ Cor. 6 ≤ worst case. refine couples the two hypotheses with weights that
+// add up to each; subsample is ln(1 + q(e^ε − 1)), qδ, rounded up by at most 1e-11.
+func TestGCEAllowedCorollariesRefineSubsample(t *testing.T) {
+	allowed := "# HBW Example 3 style: two disjoint pairs\n1100\n0011\n"
+	for _, c := range []struct {
+		bounded bool
+		steps   string
+	}{{false, "0.5,0,2"}, {true, "0.5,0,4"}} {
+		args := []string{"gce", "membership", "--mech", "0.5,0,4", "--allowed", "-", "--delta", "1e-6", "--json"}
+		if c.bounded {
+			args = append(args, "--bounded")
+		}
+		v := decodeJSON(t, mustSucceed(t, allowed, args...))
+		ref := decodeJSON(t, mustSucceed(t, "", "compose", "--mech", c.steps, "--delta", "1e-6", "--json"))
+		if got, want := number(t, v, "epsilon"), number(t, ref, "epsilon"); math.Abs(got-want) > 1e-12*want {
+			t.Errorf("bounded=%v: epsilon %v, compose of %s: %v", c.bounded, got, c.steps, want)
+		}
+	}
+	v := decodeJSON(t, mustSucceed(t, "", "gce", "uniform-prior", "--mech", "0.1,1e-8,20", "--delta", "1e-6", "--json"))
+	simple := v["simple"].(map[string]any)
+	se, _ := simple["epsilon"].(json.Number).Float64()
+	sd, _ := simple["delta"].(json.Number).Float64()
+	k := 20.0
+	wantE := math.Log((math.Pow(1+math.Exp(0.1), k) - 1) / (math.Pow(2, k) - 1))
+	wantD := math.Pow(2, k-1) / (math.Pow(2, k) - 1) * k * 1e-8
+	if !(se >= wantE && se <= wantE*(1+3e-12) && sd >= wantD*(1-1e-15) && sd <= wantD*(1+3e-12)) { // rounded up by ≤ 1e-12 relative
+		t.Errorf("simple (%v, %v), Cor. 7 (%v, %v)", se, sd, wantE, wantD)
+	}
+	th3, cor6, worst := number(t, v, "epsilon"), number(t, v, "corollary6_epsilon"), number(t, v, "worst_case_epsilon")
+	if !(th3 <= cor6 && cor6 <= worst) {
+		t.Errorf("Theorem 3 %v, Cor. 6 %v, worst case %v: want ordered", th3, cor6, worst)
+	}
+	dir := t.TempDir()
+	p0, p1 := dir+"/p0.json", dir+"/p1.json"
+	os.WriteFile(p0, []byte(`[{"b":"10","p":"1/3"},{"b":"01","p":"2/3"}]`), 0o600)
+	os.WriteFile(p1, []byte(`[{"b":"00","p":"1/2"},{"b":"11","p":"1/2"}]`), 0o600)
+	r := decodeJSON(t, mustSucceed(t, "", "gce", "refine", "--p0", p0, "--p1", p1, "--json"))
+	sums := map[string]*big.Rat{}
+	for _, x := range r["pairs"].([]any) {
+		p := x.(map[string]any)
+		w, ok := new(big.Rat).SetString(p["weight"].(string))
+		if !ok {
+			t.Fatalf("weight %v", p["weight"])
+		}
+		for _, key := range []string{"0:" + p["b0"].(string), "1:" + p["b1"].(string)} {
+			if sums[key] == nil {
+				sums[key] = new(big.Rat)
+			}
+			sums[key].Add(sums[key], w)
+		}
+	}
+	for key, want := range map[string]string{"0:10": "1/3", "0:01": "2/3", "1:00": "1/2", "1:11": "1/2"} {
+		if sums[key] == nil || sums[key].RatString() != want {
+			t.Errorf("coupling: %s weighs %v, want %s", key, sums[key], want)
+		}
+	}
+	s := decodeJSON(t, mustSucceed(t, "", "gce", "subsample", "--mech", "1,1e-6,3", "--q", "0.25", "--json"))
+	st := s["steps"].([]any)[0].(map[string]any)
+	e, _ := st["epsilon"].(json.Number).Float64()
+	d, _ := st["delta"].(json.Number).Float64()
+	if we := math.Log1p(0.25 * math.Expm1(1)); !(e >= we && e <= we*(1+1e-11)) || !(d >= 0.25e-6 && d <= 0.25e-6*(1+1e-15)) {
+		t.Errorf("subsample: (%v, %v)", e, d)
+	}
+	for _, c := range []errorCase{
+		{name: "both", args: []string{"gce", "membership", "--mech", "1,0,2", "--max-member", "1", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"exclude"}},
+		{name: "bad vector", stdin: "10\n1x\n", args: []string{"gce", "membership", "--mech", "1,0,2", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"line 2"}},
+		{name: "wrong length", stdin: "101\n", args: []string{"gce", "membership", "--mech", "1,0,2", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"length"}},
+		{name: "refine missing", args: []string{"gce", "refine", "--p0", p0}, code: exitUsage, want: []string{"--p1"}},
+		{name: "subsample q", args: []string{"gce", "subsample", "--mech", "1", "--q", "2"}, code: exitUsage, want: []string{"--q"}},
+	} {
+		res := dpkitRun(t, c.stdin, c.args...)
+		if res.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, res.code, c.code, res.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(res.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, res.stderr, w)
+			}
 		}
 	}
 }
