@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -126,5 +127,53 @@ func TestRegionErrors(t *testing.T) {
 			want: []string{"cannot write --plot", "no such file or directory"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { checkError(t, "dpkit region", c) })
+	}
+}
+
+// TestRegionDominates: --dominates (KOV Thm 2.4/2.5). Binary randomized response at
+// ε' = ln 1.5 is a post-processing of the canonical (1, 0) pair (it is ε'-DP with ε' < 1),
+// so the canonical pair dominates it and not conversely; (1, 0) and (0.5, 0.1) are not
+// comparable (their regions cross: δ(0) = 0.462 against 0.197, and (0.5, 0.1) allows
+// δ = 0.1 at ε = 1 where (1, 0) allows 0); a pair post-processed by an explicit
+// stochastic map (computed here) is dominated by the original.
+func TestRegionDominates(t *testing.T) {
+	check := func(a, b string, fwd, rev bool) {
+		t.Helper()
+		v := decodeJSON(t, mustSucceed(t, "", "region", "--dominates", "--pair", a, "--pair", b, "--json"))
+		if v["dominates"] != fwd || v["dominated"] != rev {
+			t.Errorf("%s vs %s: dominates %v, dominated %v; want %v, %v", a, b, v["dominates"], v["dominated"], fwd, rev)
+		}
+	}
+	check("eps=1,delta=0", "0.6,0.4|0.4,0.6", true, false)
+	check("eps=1,delta=0", "eps=0.5,delta=0.1", false, false)
+	check("eps=1,delta=0", "eps=1,delta=0", true, true)
+	// P = (0.5, 0.3, 0.2 | 0.1, 0.3, 0.6) through T = [[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]]
+	p0, p1 := []float64{0.5, 0.3, 0.2}, []float64{0.1, 0.3, 0.6}
+	T := [][]float64{{0.9, 0.1}, {0.5, 0.5}, {0.2, 0.8}}
+	var q0, q1 [2]float64
+	for x := range 3 {
+		for y := range 2 {
+			q0[y] += p0[x] * T[x][y]
+			q1[y] += p1[x] * T[x][y]
+		}
+	}
+	post := fmt.Sprintf("%v,%v|%v,%v", q0[0], q0[1], q1[0], q1[1])
+	check("0.5,0.3,0.2|0.1,0.3,0.6", post, true, false)
+	for _, c := range []errorCase{
+		{name: "one pair", args: []string{"region", "--dominates", "--pair", "eps=1"}, code: exitUsage, want: []string{"two --pair"}},
+		{name: "pair alone", args: []string{"region", "--pair", "eps=1", "--pair", "eps=2"}, code: exitUsage, want: []string{"--dominates"}},
+		{name: "bad sum", args: []string{"region", "--dominates", "--pair", "0.5,0.6|0.5,0.5", "--pair", "eps=1"}, code: exitUsage, want: []string{"--pair"}},
+		{name: "bad key", args: []string{"region", "--dominates", "--pair", "eps=1,k=2", "--pair", "eps=1"}, code: exitUsage, want: []string{"eps=E,delta=D"}},
+		{name: "with mech", args: []string{"region", "--dominates", "--mech", "1", "--pair", "eps=1", "--pair", "eps=1"}, code: exitUsage, want: []string{"drop --mech"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
 	}
 }
