@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +20,7 @@ import (
 
 const noiseUsage = `Usage: dpkit noise KIND --value V --sensitivity S --eps E [--delta D] [--n N] [--json]
        dpkit noise staircase --dim 2 --value X,Y --sensitivity S --eps E [--n N] [--json]
+       dpkit noise exponential|report-noisy-max --utilities FILE --sensitivity S --eps E [--monotonic] [--n N] [--json]
 
 Release the value V with noise calibrated to sensitivity S and privacy ε (and δ for
 gaussian), from the operating system's cryptographic generator. The value is snapped to
@@ -29,6 +32,13 @@ KIND:
   gaussian    Gaussian mechanism, (ε, δ)-DP, σ by the analytic calibration of Balle
               and Wang 2018 (S is the ℓ2 sensitivity; --delta required)
   geometric   geometric mechanism for integers, ε-DP (V and S integers)
+  exponential the exponential mechanism (McSherry–Talwar): selects a candidate of FILE
+              with probability ∝ exp(ε·u/(2S)) (ε·u/S with --monotonic), sampled
+              exactly (quantized utilities, exact Bernoulli trials); S is the
+              sensitivity of every utility
+  report-noisy-max
+              argmax of the utilities plus Gumbel noise of scale 2S/ε: the same output
+              distribution as exponential (Gumbel-max), so the same exact sampler
   staircase   staircase mechanism (Geng–Viswanath), ε-DP, variance-optimal γ; with
               --dim 2 the correlated two-dimensional staircase of Kairouz's thesis
               (Thm 2.3.1: optimal for the ℓ1 error; S is the ℓ1 sensitivity of (X, Y))
@@ -37,6 +47,11 @@ Flags:
   --value V          the true value, finite (an integer for geometric) (required);
                      with --dim 2 two comma-separated values X,Y
   --dim D            dimension of the value, 1 (default) or 2 (staircase only)
+  --utilities FILE   exponential, report-noisy-max: one candidate per line, "UTILITY"
+                     or "LABEL UTILITY" (finite numbers; blank lines and text after '#'
+                     ignored; "-" reads stdin), at most 10^6 candidates
+  --monotonic        exponential, report-noisy-max: all utilities move in the same
+                     direction between neighbours (halves the noise; McSherry–Talwar)
   --sensitivity S    sensitivity, finite > 0 (an integer ≥ 1 for geometric) (required)
   --eps E            ε, finite > 0 (required)
   --delta D          δ in (0, 1), gaussian only (required there)
@@ -56,6 +71,12 @@ With --dim 2:
    "gamma":…,"expected_l1_error":…,"l1_radius95":…,"epsilon":…,"delta":0}
 gamma is the grid's γ (≈ the thesis's γ*), expected_l1_error is E‖noise‖₁ (thesis
 eq. (2.9)) and l1_radius95 a w with P(‖released − value‖₁ ≥ w) ≤ 5%.
+With exponential and report-noisy-max:
+  {"mechanism":…,"selected":[i,…],"labels":[…],"probabilities":[…],"utility_gap95":…,
+   "epsilon":…,"delta":0}
+selected are the chosen candidates' indices (from 0, in FILE's order), labels the
+candidates' labels (their line's LABEL, or the index), probabilities the released
+distribution, and utility_gap95 a gap with P(u(selected) ≤ max u − gap) ≤ 5%.
 
 Exit status: 0 success; 1 infeasible; 2 usage error.
 
@@ -68,11 +89,14 @@ Examples:
 const maxNoiseN = 100000
 
 type noiseCommand struct {
+	stdin  io.Reader
 	stdout io.Writer
 
 	value            *vectorFlag
 	sens, eps, delta *floatFlag
 	n, dim           int
+	utilities        string
+	monotonic        bool
 	json             bool
 }
 
@@ -111,7 +135,7 @@ func (f *vectorFlag) Type() string { return "float[,float]" }
 func init() {
 	register(command{name: "noise", order: 40,
 		summary: "release a value with secure Laplace, Gaussian, geometric or staircase noise",
-		build:   func(s streams) *cobra.Command { return newNoiseCommand(s.stdout) }})
+		build:   func(s streams) *cobra.Command { return newNoiseCommand(s.stdin, s.stdout) }})
 }
 
 func finiteCheck(name string, v float64) error {
@@ -121,8 +145,9 @@ func finiteCheck(name string, v float64) error {
 	return nil
 }
 
-func newNoiseCommand(stdout io.Writer) *cobra.Command {
+func newNoiseCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
 	c := &noiseCommand{
+		stdin:  stdin,
 		stdout: stdout,
 		value:  &vectorFlag{},
 		sens:   &floatFlag{check: dpkit.CheckPositive},
@@ -141,6 +166,8 @@ func newNoiseCommand(stdout io.Writer) *cobra.Command {
 	flags.Var(c.delta, "delta", "")
 	flags.IntVar(&c.n, "n", 1, "")
 	flags.IntVar(&c.dim, "dim", 1, "")
+	flags.StringVar(&c.utilities, "utilities", "", "")
+	flags.BoolVar(&c.monotonic, "monotonic", false, "")
 	flags.BoolVar(&c.json, "json", false, "")
 	withUsage(cmd, noiseUsage)
 	return cmd
@@ -180,12 +207,18 @@ func (r *noiseReport) releaseFloats(m floatMechanism, v float64, src noise.Sourc
 // Run releases the value.
 func (c *noiseCommand) Run(_ context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing KIND: one of laplace, gaussian, geometric, staircase")
+		return usagef("missing KIND: one of laplace, gaussian, geometric, staircase, exponential, report-noisy-max")
 	}
 	if len(args) > 1 {
 		return usagef("unexpected argument %q", args[1])
 	}
 	kind := args[0]
+	if kind == "exponential" || kind == "report-noisy-max" {
+		return c.runExponential(kind)
+	}
+	if c.utilities != "" || c.monotonic {
+		return usagef("--utilities and --monotonic apply to exponential and report-noisy-max only")
+	}
 	switch {
 	case !c.value.set:
 		return usagef("missing --value: the true value to release is required")
@@ -263,7 +296,7 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 		}
 		r.Scale = m.Scale()
 	default:
-		return usagef("unknown KIND %q: want laplace, gaussian, geometric or staircase", kind)
+		return usagef("unknown KIND %q: want laplace, gaussian, geometric, staircase, exponential or report-noisy-max", kind)
 	}
 	r.CI95 = [2]float64{r.Values[0] - half, r.Values[0] + half}
 	if c.json {
@@ -332,4 +365,122 @@ func (c *noiseCommand) runStaircaseL1(src noise.Source) error {
 	fmt.Fprintf(w, "granularity\t%s\n", strconv.FormatFloat(r.Granularity, 'g', -1, 64))
 	fmt.Fprintf(w, "guarantee\t%v per release\n", dpkit.Budget{Epsilon: r.Epsilon})
 	return w.Flush()
+}
+
+// maxCandidates bounds --utilities.
+const maxCandidates = 1_000_000
+
+// noiseSelectReport is the JSON output of dpkit noise exponential / report-noisy-max.
+type noiseSelectReport struct {
+	Mechanism     string    `json:"mechanism"`
+	Selected      []int     `json:"selected"`
+	Labels        []string  `json:"labels"`
+	Probabilities []float64 `json:"probabilities"`
+	UtilityGap95  float64   `json:"utility_gap95"`
+	Epsilon       float64   `json:"epsilon"`
+	Delta         float64   `json:"delta"`
+}
+
+// runExponential selects candidates of --utilities with the exponential mechanism.
+func (c *noiseCommand) runExponential(kind string) error {
+	switch {
+	case c.utilities == "":
+		return flagErrorf("--utilities", "missing --utilities: the candidates' utilities, one per line")
+	case c.value.set || c.dim != 1:
+		return usagef("--value and --dim do not apply to %s: give the candidates with --utilities", kind)
+	case !c.sens.set:
+		return usagef("missing --sensitivity: the sensitivity of every utility")
+	case !c.eps.set:
+		return usagef("missing --eps: the privacy parameter epsilon is required")
+	case c.delta.set && c.delta.value != 0:
+		return usagef("--delta applies only to gaussian (%s is pure ε-DP)", kind)
+	case c.n < 1 || c.n > maxNoiseN:
+		return usagef("invalid --n %d: want an integer in [1, %d]", c.n, maxNoiseN)
+	}
+	labels, utils, err := readUtilities(c.stdin, c.utilities)
+	if err != nil {
+		return err
+	}
+	m, err := mechanism.NewExponential(mechanism.ExponentialOptions{Epsilon: c.eps.value, Sensitivity: c.sens.value, Monotonic: c.monotonic})
+	if err != nil {
+		return err
+	}
+	r := noiseSelectReport{Mechanism: kind, Selected: make([]int, c.n), Labels: labels, Epsilon: c.eps.value}
+	src := noise.Secure()
+	for i := range r.Selected {
+		if kind == "report-noisy-max" {
+			r.Selected[i], err = m.ReportNoisyMax(utils, src)
+		} else {
+			r.Selected[i], err = m.Select(utils, src)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if r.Probabilities, err = m.Probabilities(utils); err != nil {
+		return err
+	}
+	if r.UtilityGap95, err = m.UtilityBound(len(utils), 0.05); err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(c.stdout, r)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	sel := make([]string, len(r.Selected))
+	for i, s := range r.Selected {
+		sel[i] = labels[s]
+	}
+	fmt.Fprintf(w, "mechanism\t%s\n", kind)
+	fmt.Fprintf(w, "selected\t%s\n", strings.Join(sel, " "))
+	fmt.Fprintf(w, "95%% utility gap\t%s (the selection's utility is within it of the best with probability ≥ 95%%)\n", formatFloat(r.UtilityGap95))
+	fmt.Fprintf(w, "guarantee\t%v per release\n", dpkit.Budget{Epsilon: r.Epsilon})
+	fmt.Fprintf(w, "\ncandidate\tprobability\n")
+	for i, p := range r.Probabilities {
+		fmt.Fprintf(w, "%s\t%s\n", labels[i], formatFloat(p))
+	}
+	return w.Flush()
+}
+
+// readUtilities reads --utilities: per line "UTILITY" or "LABEL UTILITY".
+func readUtilities(stdin io.Reader, name string) (labels []string, utils []float64, err error) {
+	var in io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, flagErrorf("--utilities", "cannot read --utilities %q: %v", name, err)
+		}
+		defer f.Close()
+		in = f
+	}
+	sc := bufio.NewScanner(in)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) > 2 {
+			return nil, nil, flagErrorf("--utilities", "invalid --utilities %q line %d: %q: want UTILITY or LABEL UTILITY", name, line, strings.TrimSpace(text))
+		}
+		u, perr := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if perr != nil || math.IsNaN(u) || math.IsInf(u, 0) {
+			return nil, nil, flagErrorf("--utilities", "invalid --utilities %q line %d: %q: want a finite utility", name, line, fields[len(fields)-1])
+		}
+		label := strconv.Itoa(len(utils))
+		if len(fields) == 2 {
+			label = fields[0]
+		}
+		if len(utils) == maxCandidates {
+			return nil, nil, flagErrorf("--utilities", "invalid --utilities %q: more than %d candidates", name, maxCandidates)
+		}
+		labels, utils = append(labels, label), append(utils, u)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, flagErrorf("--utilities", "cannot read --utilities %q: %v", name, err)
+	}
+	if len(utils) == 0 {
+		return nil, nil, flagErrorf("--utilities", "invalid --utilities %q: no candidate", name)
+	}
+	return labels, utils, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,5 +245,69 @@ func TestCalibrateStaircase(t *testing.T) {
 	r := dpkitRun(t, "", "calibrate", "--mechanism", "staircase", "--sensitivity", "1", "--k", "100000", "--eps", "1", "--delta", "1e-6")
 	if r.code != exitFailure || !strings.Contains(r.stderr, "2^-12") {
 		t.Errorf("ε/K = 1e-5: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestNoiseExponential: --utilities FILE with exponential and report-noisy-max. The
+// probabilities are the softmax of ε·u/(2Δ) (ε·u/Δ with --monotonic) within the
+// quantization (1e-9 relative here); 2000 selections put the best candidate's frequency
+// within 6 binomial standard deviations of its probability (false-rejection probability
+// < 2e-9); labels come from the file or are the indices.
+func TestNoiseExponential(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "u.txt")
+	if err := os.WriteFile(file, []byte("# candidates\napple 10\nbanana 8\n\ncherry 2 # low\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind  string
+		mono  bool
+		scale float64
+	}{{"exponential", false, 0.5}, {"report-noisy-max", true, 1}} {
+		args := []string{"noise", c.kind, "--utilities", file, "--sensitivity", "1", "--eps", "1", "--n", "2000", "--json"}
+		if c.mono {
+			args = append(args, "--monotonic")
+		}
+		v := decodeJSON(t, mustSucceed(t, "", args...))
+		if got, want := keysOf(v), "delta,epsilon,labels,mechanism,probabilities,selected,utility_gap95"; got != want {
+			t.Fatalf("keys %s, want %s", got, want)
+		}
+		probs := numbers(t, v, "probabilities")
+		z := math.Exp(10*c.scale) + math.Exp(8*c.scale) + math.Exp(2*c.scale)
+		for i, u := range []float64{10, 8, 2} {
+			if want := math.Exp(u*c.scale) / z; math.Abs(probs[i]/want-1) > 1e-9 {
+				t.Errorf("%s: P(%d) = %v, softmax %v", c.kind, i, probs[i], want)
+			}
+		}
+		sel := numbers(t, v, "selected")
+		best := 0
+		for _, s := range sel {
+			if s == 0 {
+				best++
+			}
+		}
+		p := probs[0]
+		if sd := math.Sqrt(2000 * p * (1 - p)); math.Abs(float64(best)-2000*p) > 6*sd {
+			t.Errorf("%s: best chosen %d of 2000 times, expected %.0f", c.kind, best, 2000*p)
+		}
+		if labels := v["labels"].([]any); labels[0] != "apple" || labels[2] != "cherry" {
+			t.Errorf("labels %v", labels)
+		}
+	}
+	for _, c := range []errorCase{
+		{name: "no file", args: []string{"noise", "exponential", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--utilities"}},
+		{name: "bad line", stdin: "a 1\nb x\n", args: []string{"noise", "exponential", "--utilities", "-", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"line 2"}},
+		{name: "empty", stdin: "# nothing\n", args: []string{"noise", "exponential", "--utilities", "-", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"no candidate"}},
+		{name: "value", stdin: "1\n", args: []string{"noise", "exponential", "--utilities", "-", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
+		{name: "utilities laplace", args: []string{"noise", "laplace", "--utilities", "x", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--utilities"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
 	}
 }
