@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/pld"
 )
 
@@ -47,7 +48,7 @@ func NewAccountant(total dpkit.Budget, p Policy) (Accountant, error) {
 	switch p.Kind {
 	case Fixed:
 		if p.PerRelease == nil {
-			return nil, &dpkit.ParamError{Name: "policy.per_release", Value: nil, Want: "the calibrated per-release cost of a fixed budget"}
+			return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy.per_release", Value: nil, Want: "the calibrated per-release cost of a fixed budget"}
 		}
 		return &fixedAccountant{total: total, k: p.Releases, slot: *p.PerRelease}, nil
 	case Plan:
@@ -68,7 +69,7 @@ func NewAccountant(total dpkit.Budget, p Policy) (Accountant, error) {
 			return newAdvanced(total, p.FilterDelta), nil
 		}
 	}
-	return nil, &dpkit.ParamError{Name: "policy", Value: p.String(), Want: "fixed, plan, adaptive/basic or adaptive/advanced"}
+	return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: p.String(), Want: "fixed, plan, adaptive/basic or adaptive/advanced"}
 }
 
 func exceeded(policy string, c dpkit.Budget, reason string, left Remaining) error {
@@ -140,7 +141,7 @@ type planAccountant struct {
 	total dpkit.Budget
 	plan  []dpkit.Budget
 	mechs []pld.Mechanism // per slot, nil when the slot names none; nil when none do
-	names []string
+	names []mechanism.Descriptor
 }
 
 // releaseCharger is an Accountant that also checks the release's description (the
@@ -150,16 +151,23 @@ type releaseCharger interface {
 }
 
 // ChargeRelease is Charge, and for a slot that names a mechanism, a check that the
-// release runs exactly that mechanism: the plan was accounted by its privacy loss
-// distribution, which says nothing of another mechanism with the same (ε, δ).
+// release's descriptor names a mechanism with exactly that privacy loss distribution:
+// the plan was accounted by it, which says nothing of another mechanism with the same
+// (ε, δ).
 func (a *planAccountant) ChargeRelease(st Stats, r Release) (dpkit.Budget, error) {
 	if n := st.Count; a.mechs != nil && n < int64(len(a.plan)) && a.mechs[n] != nil {
-		it, err := pld.ParseMechanism(r.Mechanism)
-		if err != nil || it.Count != 1 || it.Mechanism != a.mechs[n] {
-			return dpkit.Budget{}, exceeded("plan", r.Cost, fmt.Sprintf("the next planned release (#%d) must run %q (got %q)", n+1, a.names[n], r.Mechanism), a.Remaining(st, r.Cost))
+		if pm, err := mechanismPLD(r.Mechanism); err != nil || pm != a.mechs[n] {
+			return dpkit.Budget{}, exceeded("plan", r.Cost, fmt.Sprintf("the next planned release (#%d) must run %s (got %s)", n+1, a.names[n], orNone(r.Mechanism)), a.Remaining(st, r.Cost))
 		}
 	}
 	return a.Charge(st, r.Cost)
+}
+
+func orNone(d mechanism.Descriptor) string {
+	if d.IsZero() {
+		return "no mechanism"
+	}
+	return d.String()
 }
 
 func (a *planAccountant) Charge(st Stats, c dpkit.Budget) (dpkit.Budget, error) {
@@ -186,7 +194,7 @@ func (a *planAccountant) Spent(st Stats) (float64, float64, error) {
 
 // pldSpent is spentOf for a plan with named mechanisms: the certified upper ε at the
 // total δ and δ at the total ε of the slots used, by their privacy loss distributions.
-func pldSpent(plan []dpkit.Budget, names []string, total dpkit.Budget) (float64, float64, error) {
+func pldSpent(plan []dpkit.Budget, names []mechanism.Descriptor, total dpkit.Budget) (float64, float64, error) {
 	c, err := pldPlan(plan, names, total.Delta)
 	if err != nil {
 		return 0, 0, err

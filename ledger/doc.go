@@ -3,9 +3,10 @@
 // requests from several processes (docs/design.md, key ideas 3 and 4; docs/ledger.md).
 //
 // A Ledger holds budgets — a total (ε, δ) per dataset, optionally per analyst within it
-// (Spec.Parent) — and an append-only list of releases, each with its (ε, δ), an
-// optional mechanism description recorded verbatim (e.g.
-// "gaussian:sigma=100,sensitivity=1"), who asked, when, and an idempotency key. Storage
+// (Spec.Parent) — and an append-only list of releases, each with its (ε, δ), the
+// optional typed, versioned descriptor of the mechanism it ran (package mechanism, e.g.
+// {"kind":"gaussian_noise","version":1,"sigma":100,"sensitivity":1}), who asked, when,
+// and an idempotency key. Storage
 // is a Store: ledger/sqlite (embedded default) or ledger/postgres (shared).
 //
 // # Policies

@@ -10,6 +10,7 @@ import (
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/sqlite"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // A dataset budget of ε = 1 with the basic filter: every analyst chooses each release's
@@ -35,7 +36,7 @@ func Example() {
 	}
 	for i := 1; ; i++ {
 		_, err := l.Spend(ctx, ledger.Request{Budget: "flu", Cost: dpkit.Budget{Epsilon: 0.1},
-			Mechanism: "laplace:scale=10,sensitivity=1", Analyst: "alice", Key: fmt.Sprintf("q%d", i)})
+			Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 10, Sensitivity: 1}), Analyst: "alice", Key: fmt.Sprintf("q%d", i)})
 		var refused *ledger.BudgetExceededError
 		if errors.As(err, &refused) {
 			fmt.Printf("release %d refused; next release may have ε up to %.17g\n", i, refused.Left.NextEpsilon)
@@ -96,7 +97,7 @@ func ExampleLedger_Spend_payload() {
 		fmt.Println(err)
 		return
 	}
-	req := ledger.Request{Budget: "flu", Cost: dpkit.Budget{Epsilon: 0.25}, Mechanism: "laplace:scale=4", Key: "q1",
+	req := ledger.Request{Budget: "flu", Cost: dpkit.Budget{Epsilon: 0.25}, Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 4, Sensitivity: 1}), Key: "q1",
 		Payload: []byte(`{"count": 3.7}`)}
 	rc, err := l.Spend(ctx, req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // Ledger is a privacy-budget ledger over a Store. It is safe for concurrent use, and
@@ -72,7 +73,7 @@ func (l *Ledger) Create(ctx context.Context, spec Spec) (Definition, error) {
 			return Definition{}, err
 		}
 		if parent.def.Parent != "" {
-			return Definition{}, &dpkit.ParamError{Name: "parent", Value: spec.Parent, Want: "a top-level budget (sub-budgets do not nest)"}
+			return Definition{}, &dpkit.ParamError{Pkg: "ledger", Name: "parent", Value: spec.Parent, Want: "a top-level budget (sub-budgets do not nest)"}
 		}
 	}
 	p, err := resolve(spec.Total, spec.Policy)
@@ -142,11 +143,11 @@ func (l *Ledger) Definition(ctx context.Context, id string) (Definition, error) 
 
 // Request asks to spend one release on a budget.
 type Request struct {
-	Budget    string       // the budget (or analyst sub-budget) to spend on
-	Cost      dpkit.Budget // the release's (ε, δ): ε finite ≥ 0, δ in [0, 1]
-	Mechanism string       // optional mechanism description, recorded verbatim
-	Analyst   string       // optional: who asks
-	Key       string       // optional idempotency key, unique per budget
+	Budget    string               // the budget (or analyst sub-budget) to spend on
+	Cost      dpkit.Budget         // the release's (ε, δ): ε finite ≥ 0, δ in [0, 1]
+	Mechanism mechanism.Descriptor // optional: what the release ran (zero: not described)
+	Analyst   string               // optional: who asks
+	Key       string               // optional idempotency key, unique per budget
 	// Payload is optional opaque data (at most MaxPayloadLen bytes) recorded with the
 	// release in the same transaction, e.g. the answer the release is about to
 	// publish, so that recording the release and its result costs one commit. It is
@@ -406,12 +407,35 @@ func (l *Ledger) Audit(ctx context.Context, id string) (AuditReport, error) {
 func checkID(name, id string) error {
 	want := fmt.Sprintf("1 to %d characters from A-Z a-z 0-9 . _ : @ -", MaxIDLen)
 	if len(id) < 1 || len(id) > MaxIDLen {
-		return &dpkit.ParamError{Name: name, Value: id, Want: want}
+		return &dpkit.ParamError{Pkg: "ledger", Name: name, Value: id, Want: want}
 	}
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:@-", r)) {
-			return &dpkit.ParamError{Name: name, Value: id, Want: want}
+			return &dpkit.ParamError{Pkg: "ledger", Name: name, Value: id, Want: want}
 		}
+	}
+	return nil
+}
+
+// checkMechanism validates a release's descriptor: none, a note (kind text, checked as
+// free text), or a mechanism that FromDescriptor builds; its JSON form at most
+// MaxMechanismLen bytes.
+func checkMechanism(d mechanism.Descriptor) error {
+	if d.IsZero() {
+		return nil
+	}
+	b, err := d.MarshalJSON()
+	if err != nil {
+		return dpkit.InPackage("ledger", err)
+	}
+	if len(b) > MaxMechanismLen {
+		return &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: fmt.Sprintf("%d bytes", len(b)), Want: fmt.Sprintf("a descriptor of at most %d bytes", MaxMechanismLen)}
+	}
+	if t, ok := d.Params.(mechanism.Text); ok {
+		return checkText("mechanism.text", t.Text, MaxMechanismLen)
+	}
+	if _, err := mechanism.FromDescriptor(d); err != nil {
+		return dpkit.InPackage("ledger", err)
 	}
 	return nil
 }
@@ -420,7 +444,7 @@ func checkID(name, id string) error {
 // max bytes.
 func checkText(name, s string, max int) error {
 	if len(s) > max || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return &dpkit.ParamError{Name: name, Value: s, Want: fmt.Sprintf("at most %d bytes of UTF-8 text without control characters", max)}
+		return &dpkit.ParamError{Pkg: "ledger", Name: name, Value: s, Want: fmt.Sprintf("at most %d bytes of UTF-8 text without control characters", max)}
 	}
 	return nil
 }
@@ -432,14 +456,14 @@ func checkRequest(req Request) error {
 	if err := checkCost("cost", req.Cost); err != nil {
 		return err
 	}
-	if err := checkText("mechanism", req.Mechanism, MaxMechanismLen); err != nil {
+	if err := checkMechanism(req.Mechanism); err != nil {
 		return err
 	}
 	if err := checkText("analyst", req.Analyst, MaxAnalystLen); err != nil {
 		return err
 	}
 	if len(req.Payload) > MaxPayloadLen {
-		return &dpkit.ParamError{Name: "payload", Value: len(req.Payload), Want: fmt.Sprintf("at most %d bytes", MaxPayloadLen)}
+		return &dpkit.ParamError{Pkg: "ledger", Name: "payload", Value: len(req.Payload), Want: fmt.Sprintf("at most %d bytes", MaxPayloadLen)}
 	}
 	return checkText("key", req.Key, MaxKeyLen)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/sqlite"
+	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/pld"
 )
 
@@ -28,10 +29,10 @@ func TestPlanWithMechanisms(t *testing.T) {
 	total := dpkit.Budget{Epsilon: 2, Delta: 1e-6}
 	const n = 100
 	plan := make([]dpkit.Budget, n)
-	names := make([]string, n)
+	names := make([]mechanism.Descriptor, n)
 	for i := range plan {
 		plan[i] = dpkit.Budget{Epsilon: 0.25, Delta: 1e-20}
-		names[i] = "gaussian:sigma=40,sensitivity=1"
+		names[i] = mechanism.Describe(mechanism.GaussianNoise{Sigma: 40, Sensitivity: 1})
 	}
 	if _, err := l.Create(ctx, ledger.Spec{ID: "p", Total: total, Policy: ledger.Policy{Kind: ledger.Plan, Plan: plan}}); !errors.Is(err, dpkit.ErrInfeasible) {
 		t.Fatalf("the (ε, δ)-only plan should not fit: %v", err)
@@ -40,7 +41,7 @@ func TestPlanWithMechanisms(t *testing.T) {
 		t.Fatalf("the mechanism plan should fit: %v", err)
 	}
 	// A release that does not run the planned mechanism is refused and records nothing.
-	_, err = l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan[0], Mechanism: "laplace:scale=4", Key: "x"})
+	_, err = l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan[0], Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 4, Sensitivity: 1}), Key: "x"})
 	var ex *ledger.BudgetExceededError
 	if !errors.As(err, &ex) {
 		t.Fatalf("a Laplace release in a Gaussian slot: %v", err)
@@ -66,8 +67,8 @@ func TestPlanWithMechanisms(t *testing.T) {
 	}
 	bad := []ledger.Policy{
 		{Kind: ledger.Plan, Plan: plan, PlanMechanisms: names[:3]},
-		{Kind: ledger.Plan, Plan: plan[:1], PlanMechanisms: []string{"gaussian:sigma=-1"}},
-		{Kind: ledger.Plan, Plan: plan[:1], PlanMechanisms: []string{"gaussian:sigma=1,count=2"}},
+		{Kind: ledger.Plan, Plan: plan[:1], PlanMechanisms: []mechanism.Descriptor{mechanism.Describe(mechanism.GaussianNoise{Sigma: -1, Sensitivity: 1})}},
+		{Kind: ledger.Plan, Plan: plan[:1], PlanMechanisms: []mechanism.Descriptor{mechanism.Describe(mechanism.Text{Text: "gaussian:sigma=1"})}},
 	}
 	for i, p := range bad {
 		if _, err := l.Create(ctx, ledger.Spec{ID: fmt.Sprint("bad", i), Total: total, Policy: p}); err == nil {

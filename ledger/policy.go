@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/pld"
 )
 
@@ -80,13 +81,15 @@ type Policy struct {
 
 	// Plan is the declared list of per-release costs of a plan budget, consumed in order.
 	Plan []dpkit.Budget `json:"plan,omitempty"`
-	// PlanMechanisms optionally names, slot by slot (same length as Plan, "" for none),
-	// the mechanism each planned release runs, in the text form of pld.ParseMechanism
-	// (count 1), e.g. "gaussian:sigma=100,sensitivity=1". When any slot names one, the
-	// plan is accounted by the mechanisms' privacy loss distributions (package pld: the
-	// certified upper curve), which is far tighter than their (ε, δ); a release for such
-	// a slot must name the same mechanism. Plan[i] stays the slot's (ε, δ) cost limit.
-	PlanMechanisms []string `json:"plan_mechanisms,omitempty"`
+	// PlanMechanisms optionally names, slot by slot (same length as Plan, the zero
+	// Descriptor — JSON null — for none), the mechanism each planned release runs, as a
+	// typed descriptor of package mechanism, e.g. {"kind":"gaussian_noise","version":1,
+	// "sigma":100,"sensitivity":1}. When any slot names one, the plan is accounted by the
+	// mechanisms' privacy loss distributions (package pld: the certified upper curve),
+	// which is far tighter than their (ε, δ); a release for such a slot must run a
+	// mechanism with the same privacy loss distribution. Plan[i] stays the slot's (ε, δ)
+	// cost limit.
+	PlanMechanisms []mechanism.Descriptor `json:"plan_mechanisms,omitempty"`
 
 	// Filter is the privacy filter of an adaptive budget.
 	Filter Filter `json:"filter,omitempty"`
@@ -106,21 +109,21 @@ func (p Policy) String() string {
 // resolve validates p against total and returns its stored form (the fixed policy's
 // per-release cost calibrated). An unmeetable policy is a *dpkit.InfeasibleError.
 func resolve(total dpkit.Budget, p Policy) (Policy, error) {
-	if err := total.Validate(); err != nil {
+	if err := dpkit.InPackage("ledger", total.Validate()); err != nil {
 		return Policy{}, err
 	}
 	switch p.Kind {
 	case Fixed:
-		if err := dpkit.CheckCount("releases", p.Releases, compose.MaxCount); err != nil {
+		if err := dpkit.InPackage("ledger", dpkit.CheckCount("releases", p.Releases, compose.MaxCount)); err != nil {
 			return Policy{}, err
 		}
 		if p.Plan != nil || p.Filter != "" || p.FilterDelta != 0 {
-			return Policy{}, &dpkit.ParamError{Name: "policy", Value: "fixed", Want: "no plan, filter or filter delta with the fixed policy"}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "fixed", Want: "no plan, filter or filter delta with the fixed policy"}
 		}
 		d0 := total.Delta / (2 * float64(p.Releases))
 		if p.ReleaseDelta != nil {
 			d0 = *p.ReleaseDelta
-			if err := dpkit.CheckDelta("release delta", d0); err != nil {
+			if err := dpkit.InPackage("ledger", dpkit.CheckDelta("release_delta", d0)); err != nil {
 				return Policy{}, err
 			}
 		}
@@ -141,10 +144,10 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 
 	case Plan:
 		if len(p.Plan) < 1 || len(p.Plan) > MaxPlan {
-			return Policy{}, &dpkit.ParamError{Name: "plan", Value: len(p.Plan), Want: fmt.Sprintf("between 1 and %d releases", MaxPlan)}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan", Value: len(p.Plan), Want: fmt.Sprintf("between 1 and %d releases", MaxPlan)}
 		}
 		if p.Releases != 0 || p.ReleaseDelta != nil || p.Filter != "" || p.FilterDelta != 0 {
-			return Policy{}, &dpkit.ParamError{Name: "policy", Value: "plan", Want: "no releases, release delta, filter or filter delta with the plan policy"}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "plan", Want: "no releases, release delta, filter or filter delta with the plan policy"}
 		}
 		for i, c := range p.Plan {
 			if err := checkCost(fmt.Sprintf("plan[%d]", i), c); err != nil {
@@ -153,7 +156,7 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 		}
 		if p.PlanMechanisms != nil {
 			if len(p.PlanMechanisms) != len(p.Plan) {
-				return Policy{}, &dpkit.ParamError{Name: "plan mechanisms", Value: len(p.PlanMechanisms), Want: fmt.Sprintf("one entry per plan slot (%d)", len(p.Plan))}
+				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan_mechanisms", Value: len(p.PlanMechanisms), Want: fmt.Sprintf("one entry per plan slot (%d)", len(p.Plan))}
 			}
 			if _, err := planMechanisms(p.PlanMechanisms); err != nil {
 				return Policy{}, err
@@ -165,7 +168,7 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 			if e > total.Epsilon {
 				return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (by their privacy loss distributions) to ε ≤ %g at δ=%g, above the total ε=%g", len(p.Plan), e, total.Delta, total.Epsilon)}
 			}
-			return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...), PlanMechanisms: append([]string(nil), p.PlanMechanisms...)}, nil
+			return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...), PlanMechanisms: append([]mechanism.Descriptor(nil), p.PlanMechanisms...)}, nil
 		}
 		ms := slotMechs(p.Plan)
 		r, err := compose.Delta(ms, total.Epsilon, nil)
@@ -179,33 +182,33 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 
 	case Adaptive:
 		if p.Releases != 0 || p.ReleaseDelta != nil || p.Plan != nil {
-			return Policy{}, &dpkit.ParamError{Name: "policy", Value: "adaptive", Want: "no releases, release delta or plan with the adaptive policy"}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "adaptive", Want: "no releases, release delta or plan with the adaptive policy"}
 		}
 		switch p.Filter {
 		case BasicFilter:
 			if p.FilterDelta != 0 {
-				return Policy{}, &dpkit.ParamError{Name: "filter delta", Value: p.FilterDelta, Want: "0 (unused) with the basic filter"}
+				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: p.FilterDelta, Want: "0 (unused) with the basic filter"}
 			}
 		case AdvancedFilter:
 			fd := p.FilterDelta
 			if math.IsNaN(fd) || fd <= 0 || fd > total.Delta || fd >= 1 {
-				return Policy{}, &dpkit.ParamError{Name: "filter delta", Value: fd, Want: fmt.Sprintf("in (0, %g] and < 1 (the share δ' of the total δ spent by the advanced filter)", total.Delta)}
+				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: fd, Want: fmt.Sprintf("in (0, %g] and < 1 (the share δ' of the total δ spent by the advanced filter)", total.Delta)}
 			}
 		default:
-			return Policy{}, &dpkit.ParamError{Name: "filter", Value: string(p.Filter), Want: "basic or advanced"}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter", Value: string(p.Filter), Want: "basic or advanced"}
 		}
 		return Policy{Kind: Adaptive, Filter: p.Filter, FilterDelta: p.FilterDelta}, nil
 	default:
-		return Policy{}, &dpkit.ParamError{Name: "policy", Value: string(p.Kind), Want: "fixed, plan or adaptive"}
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: string(p.Kind), Want: "fixed, plan or adaptive"}
 	}
 }
 
 // checkCost validates a release cost: ε finite ≥ 0, δ in [0, 1].
 func checkCost(name string, c dpkit.Budget) error {
-	if err := dpkit.CheckEpsilon(name+".epsilon", c.Epsilon); err != nil {
+	if err := dpkit.InPackage("ledger", dpkit.CheckEpsilon(name+".epsilon", c.Epsilon)); err != nil {
 		return err
 	}
-	return dpkit.CheckDelta(name+".delta", c.Delta)
+	return dpkit.InPackage("ledger", dpkit.CheckDelta(name+".delta", c.Delta))
 }
 
 // slotMechs groups a list of costs into a compose workload.
@@ -217,28 +220,35 @@ func slotMechs(costs []dpkit.Budget) []compose.Mech {
 	return compose.Group(ms)
 }
 
-// planMechanisms parses the named mechanisms of a plan ("" → nil).
-func planMechanisms(names []string) ([]pld.Mechanism, error) {
-	out := make([]pld.Mechanism, len(names))
-	for i, s := range names {
-		if s == "" {
+// planMechanisms builds the privacy loss distributions of a plan's named mechanisms
+// (nil for a slot that names none).
+func planMechanisms(ds []mechanism.Descriptor) ([]pld.Mechanism, error) {
+	out := make([]pld.Mechanism, len(ds))
+	for i, d := range ds {
+		if d.IsZero() {
 			continue
 		}
-		it, err := pld.ParseMechanism(s)
+		pm, err := mechanismPLD(d)
 		if err != nil {
-			return nil, fmt.Errorf("plan mechanisms[%d]: %w", i, err)
+			return nil, fmt.Errorf("ledger: plan_mechanisms[%d]: %w", i, err)
 		}
-		if it.Count != 1 {
-			return nil, &dpkit.ParamError{Name: fmt.Sprintf("plan mechanisms[%d].count", i), Value: it.Count, Want: "1 (one mechanism per slot)"}
-		}
-		out[i] = it.Mechanism
+		out[i] = pm
 	}
 	return out, nil
 }
 
+// mechanismPLD returns the privacy loss distribution of the mechanism d describes.
+func mechanismPLD(d mechanism.Descriptor) (pld.Mechanism, error) {
+	m, err := mechanism.FromDescriptor(d)
+	if err != nil {
+		return nil, err
+	}
+	return m.PLD()
+}
+
 // pldItems is the workload of the first slots of a plan with named mechanisms: each
 // slot's mechanism, or its (ε, δ) pair when it names none.
-func pldItems(plan []dpkit.Budget, names []string) ([]pld.Item, error) {
+func pldItems(plan []dpkit.Budget, names []mechanism.Descriptor) ([]pld.Item, error) {
 	ms, err := planMechanisms(names)
 	if err != nil {
 		return nil, err
@@ -256,7 +266,7 @@ func pldItems(plan []dpkit.Budget, names []string) ([]pld.Item, error) {
 
 // pldPlan composes the plan's slots by their privacy loss distributions, with the
 // bracket measured at the total δ.
-func pldPlan(plan []dpkit.Budget, names []string, delta float64) (*pld.Composition, error) {
+func pldPlan(plan []dpkit.Budget, names []mechanism.Descriptor, delta float64) (*pld.Composition, error) {
 	items, err := pldItems(plan, names)
 	if err != nil {
 		return nil, err
@@ -269,7 +279,7 @@ func pldPlan(plan []dpkit.Budget, names []string, delta float64) (*pld.Compositi
 }
 
 // pldPlanEpsilon returns the certified upper ε at total δ of the plan's slots.
-func pldPlanEpsilon(plan []dpkit.Budget, names []string, delta float64) (float64, error) {
+func pldPlanEpsilon(plan []dpkit.Budget, names []mechanism.Descriptor, delta float64) (float64, error) {
 	c, err := pldPlan(plan, names, delta)
 	if err != nil {
 		return 0, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // Definition is the immutable part of a budget, fixed at creation.
@@ -19,23 +20,43 @@ type Definition struct {
 // Release is one recorded release: its privacy description, who asked, when, and its
 // idempotency key. Releases are append-only.
 type Release struct {
-	Seq       int64        `json:"seq"`       // position in the ledger (increasing in commit order)
-	Budget    string       `json:"budget"`    // the budget it was spent on
-	Cost      dpkit.Budget `json:"cost"`      // its (ε, δ)
-	Mechanism string       `json:"mechanism"` // optional description, e.g. "gaussian:sigma=100,sensitivity=1"
-	Analyst   string       `json:"analyst"`   // who asked (optional)
-	Key       string       `json:"key"`       // idempotency key (optional)
-	Time      time.Time    `json:"time"`
+	Seq    int64        `json:"seq"`    // position in the ledger (increasing in commit order)
+	Budget string       `json:"budget"` // the budget it was spent on
+	Cost   dpkit.Budget `json:"cost"`   // its (ε, δ)
+	// Mechanism describes the mechanism the release ran (package mechanism's typed,
+	// versioned descriptor, e.g. {"kind":"gaussian_noise","version":1,"sigma":100,
+	// "sensitivity":1}); the zero Descriptor when none was given.
+	Mechanism mechanism.Descriptor `json:"mechanism,omitzero"`
+	Analyst   string               `json:"analyst"` // who asked (optional)
+	Key       string               `json:"key"`     // idempotency key (optional)
+	Time      time.Time            `json:"time"`
 	// Payload is opaque data recorded with the release in the same transaction
 	// (optional; e.g. the answer that the release published). It is not part of the
 	// release's identity: a replay returns the payload recorded first.
 	Payload []byte `json:"payload,omitempty"`
 }
 
-// sameContent reports whether two releases describe the same request. The payload is
-// not compared: it is what the release produced, which may differ between attempts.
-func sameContent(a, b Release) bool {
-	return a.Budget == b.Budget && a.Cost == b.Cost && a.Mechanism == b.Mechanism && a.Analyst == b.Analyst && a.Key == b.Key
+// sameContent reports whether a recorded release and a new request describe the same
+// request. The payload is not compared: it is what the release produced, which may
+// differ between attempts.
+func sameContent(recorded, req Release) bool {
+	return recorded.Budget == req.Budget && recorded.Cost == req.Cost && sameMechanism(recorded.Mechanism, req.Mechanism) &&
+		recorded.Analyst == req.Analyst && recorded.Key == req.Key
+}
+
+// sameMechanism compares the mechanisms of a recorded release and of a request: equal
+// descriptors, or a recorded note (kind text) against a typed descriptor. A release
+// recorded before the ledger kept descriptors holds its old text as a note (the
+// migration of schema 4); a retry of it today describes the same release with a typed
+// descriptor, which the note cannot be compared with. A note never matches another note
+// or no mechanism.
+func sameMechanism(recorded, req mechanism.Descriptor) bool {
+	if recorded.Equal(req) {
+		return true
+	}
+	_, note := recorded.Params.(mechanism.Text)
+	_, reqNote := req.Params.(mechanism.Text)
+	return note && !reqNote && !req.IsZero()
 }
 
 // Decide is called by Store.Spend inside its transaction with the current statistics

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/postgres"
 	"github.com/dpkit/dpkit/ledger/sqlite"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 func init() {
@@ -387,7 +389,7 @@ func (c *ledgerCreate) planPolicy() (ledger.Policy, error) {
 		}
 	}
 	if len(c.planMechs) > 0 {
-		p.PlanMechanisms = make([]string, len(p.Plan))
+		p.PlanMechanisms = make([]mechanism.Descriptor, len(p.Plan))
 	}
 	for _, pm := range c.planMechs {
 		text, cost, ok := strings.Cut(pm, "@")
@@ -405,7 +407,10 @@ func (c *ledgerCreate) planPolicy() (ledger.Policy, error) {
 		if it.Count > ledger.MaxPlan || int64(len(p.Plan))+it.Count > ledger.MaxPlan {
 			return ledger.Policy{}, usagef("the plan declares more than %d releases", ledger.MaxPlan)
 		}
-		one := withoutCount(text) // one slot's mechanism
+		one, err := mechanism.DescribePLD(it.Mechanism) // one slot's mechanism, as the ledger records it
+		if err != nil {
+			return ledger.Policy{}, usagef("invalid --plan-mechanism %q: %s", pm, describe(err))
+		}
 		for range it.Count {
 			p.Plan = append(p.Plan, dpkit.Budget{Epsilon: slot.Epsilon, Delta: slot.Delta})
 			p.PlanMechanisms = append(p.PlanMechanisms, one)
@@ -430,8 +435,10 @@ Flags:
   --budget ID        the budget or analyst sub-budget (required)
   --eps E            the release's ε, finite ≥ 0 (required)
   --delta D          the release's δ in [0, 1] (default 0)
-  --mechanism TEXT   mechanism description recorded verbatim, e.g.
-                     gaussian:sigma=100,sensitivity=1
+  --mechanism TEXT   the mechanism the release ran, recorded as a typed descriptor:
+                     KIND:key=value (e.g. gaussian:sigma=100,sensitivity=1) or a
+                     JSON descriptor {"kind":…,"version":1,…}; other text is
+                     recorded as a note
   --analyst NAME     who asks
   --key KEY          idempotency key (unique per budget)
   --db PATH|URL      SQLite file or postgres:// URL (required)
@@ -448,7 +455,7 @@ Example:
 
 func newLedgerSpend(s streams) *cobra.Command {
 	c := &ledgerCommon{s: s}
-	var budget, mechanism, analyst, key string
+	var budget, mechText, analyst, key string
 	eps, delta := epsilonFlag(), deltaFlag()
 	cmd := subcommand("spend", ledgerSpendUsage, c, func(ctx context.Context) error {
 		if budget == "" || !eps.set {
@@ -459,8 +466,12 @@ func newLedgerSpend(s streams) *cobra.Command {
 			return err
 		}
 		defer closeFn()
+		mech, err := releaseMechanism(mechText)
+		if err != nil {
+			return err
+		}
 		r, err := l.Spend(ctx, ledger.Request{Budget: budget, Cost: dpkit.Budget{Epsilon: eps.value, Delta: delta.value},
-			Mechanism: mechanism, Analyst: analyst, Key: key})
+			Mechanism: mech, Analyst: analyst, Key: key})
 		if err != nil {
 			return err
 		}
@@ -478,7 +489,7 @@ func newLedgerSpend(s streams) *cobra.Command {
 	f.StringVar(&budget, "budget", "", "")
 	f.Var(eps, "eps", "")
 	f.Var(delta, "delta", "")
-	f.StringVar(&mechanism, "mechanism", "", "")
+	f.StringVar(&mechText, "mechanism", "", "")
 	f.StringVar(&analyst, "analyst", "", "")
 	f.StringVar(&key, "key", "", "")
 	return cmd
@@ -605,7 +616,7 @@ func newLedgerHistory(s streams) *cobra.Command {
 			fmt.Fprintln(tw, "seq\tbudget\tepsilon\tdelta\tmechanism\tanalyst\tkey\ttime")
 			for _, r := range rels {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Budget, formatFloat(r.Cost.Epsilon), formatFloat(r.Cost.Delta),
-					orDash(r.Mechanism), orDash(r.Analyst), orDash(r.Key), r.Time.Format(time.RFC3339Nano))
+					orDash(r.Mechanism.String()), orDash(r.Analyst), orDash(r.Key), r.Time.Format(time.RFC3339Nano))
 			}
 			return tw.Flush()
 		})
@@ -719,15 +730,25 @@ func newLedgerAudit(s streams) *cobra.Command {
 	return cmd
 }
 
-// withoutCount removes the count=… key from a KIND:key=value,… mechanism text.
-func withoutCount(text string) string {
-	kind, rest, _ := strings.Cut(text, ":")
-	var keep []string
-	for _, kv := range strings.Split(rest, ",") {
-		if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(strings.TrimSpace(k), "count") {
-			continue
+// releaseMechanism converts --mechanism TEXT to the descriptor the ledger records: a
+// JSON descriptor ({"kind":…}) as it is, the KIND:key=value form of one release as the
+// typed descriptor of that mechanism, and any other text as a note (kind text), the way
+// the ledger recorded free text before descriptors.
+func releaseMechanism(text string) (mechanism.Descriptor, error) {
+	var d mechanism.Descriptor
+	switch {
+	case text == "":
+		return d, nil
+	case strings.HasPrefix(strings.TrimSpace(text), "{"):
+		if err := json.Unmarshal([]byte(text), &d); err != nil {
+			return d, usagef("invalid --mechanism %q: %s", text, describe(err))
 		}
-		keep = append(keep, kv)
+		return d, nil
 	}
-	return kind + ":" + strings.Join(keep, ",")
+	if it, err := parseMechanism(text); err == nil && it.Count == 1 {
+		if d, err := mechanism.DescribePLD(it.Mechanism); err == nil {
+			return d, nil
+		}
+	}
+	return mechanism.Describe(mechanism.Text{Text: text}), nil
 }

@@ -175,7 +175,7 @@ func (q *pendingQuery) release(s *Server) (Answer, []byte, error) {
 // charge records the release with its payload in the ledger, which checks the budget in
 // the same transaction.
 func (s *Server) charge(ctx context.Context, q *pendingQuery, ans Answer, payload []byte) (Receipt, error) {
-	spend := Spend{Key: q.releaseKey, Analyst: q.analyst, Mechanism: fmt.Sprintf("%s:scale=%g", ans.Mechanism, ans.Scale), Payload: payload}
+	spend := Spend{Key: q.releaseKey, Analyst: q.analyst, Mechanism: ans.Descriptor, Payload: payload}
 	if q.chosen {
 		spend.Cost = &q.cost
 	}
@@ -268,7 +268,7 @@ func (s *Server) Releases(ctx context.Context, d *dataset) ([]ReleaseInfo, error
 	}
 	out := make([]ReleaseInfo, 0, len(rels))
 	for _, rel := range rels {
-		ri := ReleaseInfo{Seq: rel.Seq, Time: rel.Time.UTC().Format(time.RFC3339Nano), Analyst: names[rel.Analyst], Charged: rel.Charged, Mechanism: rel.Mechanism}
+		ri := ReleaseInfo{Seq: rel.Seq, Time: rel.Time.UTC().Format(time.RFC3339Nano), Analyst: names[rel.Analyst], Charged: rel.Charged, Mechanism: rel.Mechanism.String()}
 		if ri.Analyst == "" {
 			ri.Analyst = rel.Analyst
 		}

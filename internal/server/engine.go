@@ -45,7 +45,7 @@ func (q queryPlan) Release(b dpkit.Budget, src noise.Source) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	ans := Answer{Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, CI95: a.CI95}
+	ans := Answer{Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, CI95: a.CI95, Descriptor: a.Descriptor}
 	if a.Groups != nil {
 		ans.Groups = make([]Group, len(a.Groups))
 		for i, g := range a.Groups {

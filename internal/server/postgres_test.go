@@ -10,6 +10,7 @@ import (
 	"github.com/dpkit/dpkit/internal/pgtest"
 	"github.com/dpkit/dpkit/internal/registry"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // postgresURL is the test server's URL (see package pgtest).
@@ -105,7 +106,7 @@ func testLegacyAnswers(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	if _, err := l.Spend(ctx, ledger.Request{Budget: "flu", Cost: *def.Policy.PerRelease, Analyst: p.ID, Key: key,
-		Mechanism: fmt.Sprintf("%s:scale=%g", legacy.Mechanism, legacy.Scale)}); err != nil {
+		Mechanism: mechanism.Describe(mechanism.Text{Text: fmt.Sprintf("%s:scale=%g", legacy.Mechanism, legacy.Scale)})}); err != nil {
 		t.Fatal(err)
 	}
 	v := e.must(200, "POST", "/v1/datasets/flu/query", e.analyst, map[string]any{"sql": sql, "idempotency_key": "old"})

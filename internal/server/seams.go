@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/query"
 )
@@ -47,11 +48,11 @@ var (
 
 // Spend is one release to record.
 type Spend struct {
-	Cost      *dpkit.Budget // nil: the budget's per-query cost under the fixed policy
-	Key       string        // idempotency key, never empty
-	Analyst   string        // the API key's id
-	Mechanism string        // description of the mechanism, for audit
-	Payload   []byte        // the answer, recorded with the release (see storedAnswer)
+	Cost      *dpkit.Budget        // nil: the budget's per-query cost under the fixed policy
+	Key       string               // idempotency key, never empty
+	Analyst   string               // the API key's id
+	Mechanism mechanism.Descriptor // what the release ran (package mechanism), for audit
+	Payload   []byte               // the answer, recorded with the release (see storedAnswer)
 }
 
 // Receipt is a recorded release.
@@ -82,7 +83,7 @@ type Release struct {
 	Charged   dpkit.Budget
 	Analyst   string
 	Key       string
-	Mechanism string
+	Mechanism mechanism.Descriptor
 	Payload   []byte // the answer recorded with the release; empty for releases recorded before schema 2 of the ledger
 }
 
@@ -108,11 +109,14 @@ type Prepared interface {
 // Answer is the noisy answer to a query: the part of the response that must be the same
 // when a release is replayed.
 type Answer struct {
-	Result    *float64  `json:"result"`
-	Groups    []Group   `json:"groups,omitempty"`
-	Mechanism string    `json:"mechanism"`
-	Scale     float64   `json:"scale"`
-	CI95      []float64 `json:"ci95"`
-	Epsilon   *float64  `json:"epsilon,omitempty"` // the adaptive policy's requested ε
-	Delta     *float64  `json:"delta,omitempty"`
+	Result    *float64 `json:"result"`
+	Groups    []Group  `json:"groups,omitempty"`
+	Mechanism string   `json:"mechanism"`
+	Scale     float64  `json:"scale"`
+	// Descriptor is the mechanisms' typed descriptor, recorded in the ledger (not part
+	// of the stored answer).
+	Descriptor mechanism.Descriptor `json:"-"`
+	CI95       []float64            `json:"ci95"`
+	Epsilon    *float64             `json:"epsilon,omitempty"` // the adaptive policy's requested ε
+	Delta      *float64             `json:"delta,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dpkit/dpkit/internal/pgtest"
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/storetest"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // newSchema creates a fresh schema and returns a URL selecting it (see package pgtest).
@@ -152,7 +153,7 @@ func TestMigrateV1(t *testing.T) {
 	if _, err := l.Create(ctx, ledger.Spec{ID: "m", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "a", Mechanism: "laplace"}); err != nil {
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "a", Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 4, Sensitivity: 1})}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

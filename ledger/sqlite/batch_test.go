@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // TestGroupCommit starts 48 spends at once on a budget that fits 8 (basic filter,
@@ -160,7 +161,7 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"a", "b"} {
-		if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: k, Mechanism: "laplace"}); err != nil {
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: k, Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 4, Sensitivity: 1})}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,7 +195,7 @@ func TestMigrateV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "a", Mechanism: "laplace"}); err != nil || !again.Replayed || again.Release.Payload != nil {
+	if again, err := l.Spend(ctx, ledger.Request{Budget: "m", Cost: dpkit.Budget{Epsilon: 0.25}, Key: "a", Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 4, Sensitivity: 1})}); err != nil || !again.Replayed || again.Release.Payload != nil {
 		t.Fatalf("replay of a version-1 release: %+v %v", again, err)
 	}
 	hist, err := l.History(ctx, "m", 0, 0)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // Bench runs the backend benchmarks:
@@ -73,7 +74,7 @@ func benchLedger(b *testing.B, h Harness, n int) *ledger.Ledger {
 	rels := make([]ledger.Release, n)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i := range rels {
-		rels[i] = ledger.Release{Budget: "bench", Cost: dpkit.Budget{Epsilon: 1e-3 * (1 + float64(i)/float64(n))}, Mechanism: "laplace", Time: now}
+		rels[i] = ledger.Release{Budget: "bench", Cost: dpkit.Budget{Epsilon: 1e-3 * (1 + float64(i)/float64(n))}, Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 1000, Sensitivity: 1}), Time: now}
 	}
 	decide := func(st []ledger.Stats) ([]ledger.Stats, error) {
 		c, err := acc.Charge(st[0], rels[st[0].Count].Cost)

@@ -17,6 +17,7 @@ import (
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // Run runs the contract suite against h.
@@ -371,7 +372,7 @@ func testIdempotency(t *testing.T, h Harness) {
 	for _, id := range []string{"a", "b"} {
 		mustCreate(t, l, ledger.Spec{ID: id, Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}})
 	}
-	req := ledger.Request{Budget: "a", Cost: dpkit.Budget{Epsilon: 0.5}, Mechanism: "laplace:scale=2,sensitivity=1", Analyst: "alice", Key: "q-1"}
+	req := ledger.Request{Budget: "a", Cost: dpkit.Budget{Epsilon: 0.5}, Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 2, Sensitivity: 1}), Analyst: "alice", Key: "q-1"}
 	first, err := l.Spend(ctx, req)
 	if err != nil || first.Replayed {
 		t.Fatalf("first spend: %+v, %v", first, err)
@@ -386,7 +387,7 @@ func testIdempotency(t *testing.T, h Harness) {
 	for _, alter := range []func(*ledger.Request){
 		func(r *ledger.Request) { r.Cost.Epsilon = 0.25 },
 		func(r *ledger.Request) { r.Cost.Delta = 1e-9 },
-		func(r *ledger.Request) { r.Mechanism = "" },
+		func(r *ledger.Request) { r.Mechanism = mechanism.Descriptor{} },
 		func(r *ledger.Request) { r.Analyst = "bob" },
 	} {
 		r := req
@@ -419,7 +420,7 @@ func testPayload(t *testing.T, h Harness) {
 	for i := range binary {
 		binary[i] = byte(i) // every byte value, NUL included, twice
 	}
-	req := ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.5}, Mechanism: "m", Key: "k1", Payload: binary}
+	req := ledger.Request{Budget: "p", Cost: dpkit.Budget{Epsilon: 0.5}, Mechanism: mechanism.Describe(mechanism.Text{Text: "m"}), Key: "k1", Payload: binary}
 	first, err := l.Spend(ctx, req)
 	if err != nil || first.Replayed || !bytes.Equal(first.Release.Payload, binary) {
 		t.Fatalf("spend with a payload: %v, %v", first.Release.Payload, err)
@@ -557,7 +558,7 @@ func testBadInput(t *testing.T, h Harness) {
 	}
 	for _, req := range []ledger.Request{
 		{Budget: ""}, {Budget: "a b"}, {Budget: "a'; drop table x; --"},
-		{Budget: "a", Key: "k\x00"}, {Budget: "a", Analyst: "\n"}, {Budget: "a", Mechanism: "\xff"},
+		{Budget: "a", Key: "k\x00"}, {Budget: "a", Analyst: "\n"}, {Budget: "a", Mechanism: mechanism.Describe(mechanism.Text{Text: "\xff"})},
 	} {
 		if _, err := l.Spend(ctx, req); !errors.As(err, &pe) {
 			t.Errorf("request %+v: %v, want a *dpkit.ParamError", req, err)
