@@ -86,6 +86,11 @@ type Schema struct {
 	// none), read when dpkit_schema has no row for the component. An error aborts the
 	// migration (wrap ErrForeign for a record that is not dpkit's).
 	Legacy func(ctx context.Context, tx *sql.Tx) (int, error)
+	// Steps are Go steps of migrations, by version, run in the migration transaction
+	// right after that version's SQL: data migrations SQL cannot express (e.g. the
+	// ledger's conversion of mechanism texts to descriptors). An error aborts the
+	// migration.
+	Steps map[int]func(ctx context.Context, tx *sql.Tx) error
 }
 
 // migrateLock is the PostgreSQL advisory lock under which every component migrates.
@@ -125,6 +130,11 @@ func (db *DB) Migrate(ctx context.Context, s Schema) (before int, err error) {
 	for _, m := range s.Migrations[before:] {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return before, fmt.Errorf("sqldb: %s: %s migration %s: %w", db.Name, s.Component, m.Name, db.Classify(err))
+		}
+		if step := s.Steps[m.Version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return before, fmt.Errorf("sqldb: %s: %s migration %s (data step): %w", db.Name, s.Component, m.Name, db.Classify(err))
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO dpkit_schema (component, version, updated_us) VALUES ($1, $2, $3)
 			ON CONFLICT (component) DO UPDATE SET version = excluded.version, updated_us = excluded.updated_us`,

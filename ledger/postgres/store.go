@@ -85,11 +85,22 @@ func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
 		Component: "ledger", Migrations: migrations, Create: opts.Create,
 		Tables: []string{"dpkit_budgets", "dpkit_releases"},
 		Legacy: legacyVersion,
+		Steps:  map[int]func(context.Context, *sql.Tx) error{4: migrateMechanisms},
 	})
 	if err != nil {
 		return nil, translate(err)
 	}
 	return &Store{db: db, pool: db.Pool}, nil
+}
+
+// migrateMechanisms is the data step of migration 4: mechanism texts become descriptors
+// (ledger.MigrateMechanisms), then the append-only trigger its SQL disabled is enabled.
+func migrateMechanisms(ctx context.Context, tx *sql.Tx) error {
+	if err := ledger.MigrateMechanisms(ctx, tx); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "ALTER TABLE dpkit_releases ENABLE TRIGGER dpkit_releases_no_change")
+	return err
 }
 
 // legacyVersion is the ledger's version as dpkit recorded it before dpkit_schema: the

@@ -189,3 +189,68 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatalf("history after migration: %+v %v", hist, err)
 	}
 }
+
+// TestMigrateMechanismDescriptors: a schema-3 ledger whose mechanisms are the command
+// line's text or free text is migrated on open (schema 4, ledger.MigrateMechanisms);
+// the log stays append-only.
+func TestMigrateMechanismDescriptors(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	s, err := Open(ctx, loc, &Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(s)
+	gauss := mechanism.Describe(mechanism.GaussianNoise{Sigma: 40, Sensitivity: 1})
+	plan := ledger.Policy{Kind: ledger.Plan, Plan: []dpkit.Budget{{Epsilon: 1, Delta: 1e-9}, {Epsilon: 1}, {Epsilon: 1, Delta: 1e-9}},
+		PlanMechanisms: []mechanism.Descriptor{gauss, {}, gauss}}
+	if _, err := l.Create(ctx, ledger.Spec{ID: "p", Total: dpkit.Budget{Epsilon: 3, Delta: 1e-6}, Policy: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []mechanism.Descriptor{gauss, {}} {
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan.Plan[i], Mechanism: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	c, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range []string{
+		"ALTER TABLE dpkit_releases DISABLE TRIGGER dpkit_releases_no_change",
+		"UPDATE dpkit_releases SET mechanism = 'gaussian:sigma=40,sensitivity=1' WHERE budget_id = 'p' AND seq = (SELECT min(seq) FROM dpkit_releases)",
+		"UPDATE dpkit_releases SET mechanism = 'discrete laplace:scale=2' WHERE mechanism = ''",
+		`UPDATE dpkit_budgets SET policy = '{"kind":"plan","plan":[{"epsilon":1,"delta":1e-9},{"epsilon":1,"delta":0},{"epsilon":1,"delta":1e-9}],"plan_mechanisms":["gaussian:sigma=40,sensitivity=1","","gaussian:sensitivity=1,sigma=40"]}'`,
+		"ALTER TABLE dpkit_releases ENABLE TRIGGER dpkit_releases_no_change",
+		"UPDATE dpkit_schema SET version = 3 WHERE component = 'ledger'",
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err = Open(ctx, loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l = ledger.New(s)
+	hist, err := l.History(ctx, "p", 0, 0)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history: %v %v", hist, err)
+	}
+	if !hist[0].Mechanism.Equal(gauss) || !hist[1].Mechanism.Equal(mechanism.Describe(mechanism.Text{Text: "discrete laplace:scale=2"})) {
+		t.Errorf("migrated mechanisms: %s, %s", hist[0].Mechanism, hist[1].Mechanism)
+	}
+	def, err := l.Definition(ctx, "p")
+	if err != nil || len(def.Policy.PlanMechanisms) != 3 || !def.Policy.PlanMechanisms[2].Equal(gauss) || !def.Policy.PlanMechanisms[1].IsZero() {
+		t.Fatalf("migrated plan: %+v %v", def.Policy, err)
+	}
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan.Plan[2], Mechanism: gauss}); err != nil {
+		t.Error(err)
+	}
+	if _, err := c.Exec(ctx, "UPDATE dpkit_releases SET epsilon = 0"); err == nil {
+		t.Error("after the migration the log is not append-only")
+	}
+}

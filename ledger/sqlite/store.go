@@ -113,6 +113,7 @@ func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
 		Component: "ledger", Migrations: migrations, Create: opts.Create,
 		Tables: []string{"dpkit_budgets", "dpkit_releases"},
 		Legacy: legacyVersion,
+		Steps:  map[int]func(context.Context, *sql.Tx) error{4: migrateMechanisms},
 	})
 	if err != nil {
 		return nil, translate(err)
@@ -128,6 +129,17 @@ func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
 	}
 	go s.writer()
 	return s, nil
+}
+
+// migrateMechanisms is the data step of migration 4: mechanism texts become descriptors
+// (ledger.MigrateMechanisms), then the append-only trigger its SQL dropped is re-created.
+func migrateMechanisms(ctx context.Context, tx *sql.Tx) error {
+	if err := ledger.MigrateMechanisms(ctx, tx); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `CREATE TRIGGER dpkit_releases_no_update BEFORE UPDATE ON dpkit_releases
+BEGIN SELECT RAISE(ABORT, 'dpkit ledger releases are append-only'); END`)
+	return err
 }
 
 // legacyVersion is the ledger's version as dpkit recorded it before dpkit_schema:

@@ -12,6 +12,7 @@ import (
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
 	"github.com/dpkit/dpkit/ledger/storetest"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 var harness = storetest.Harness{
@@ -175,5 +176,79 @@ func TestAppendOnly(t *testing.T) {
 	}
 	if _, err := l.Audit(ctx, "a"); !errors.Is(err, ledger.ErrAudit) {
 		t.Errorf("audit after tampering: %v, want ErrAudit", err)
+	}
+}
+
+// TestMigrateMechanismDescriptors: a schema-3 ledger, whose mechanisms are the command
+// line's text or free text, is migrated on open (schema 4, ledger.MigrateMechanisms):
+// release texts become typed descriptors or notes, a plan's mechanism texts become
+// descriptors that still account the plan, and the log stays append-only.
+func TestMigrateMechanismDescriptors(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "l.db")
+	s, err := Open(ctx, p, &Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(s)
+	gauss := mechanism.Describe(mechanism.GaussianNoise{Sigma: 40, Sensitivity: 1})
+	plan := ledger.Policy{Kind: ledger.Plan, Plan: []dpkit.Budget{{Epsilon: 1, Delta: 1e-9}, {Epsilon: 1}, {Epsilon: 1, Delta: 1e-9}},
+		PlanMechanisms: []mechanism.Descriptor{gauss, {}, gauss}}
+	if _, err := l.Create(ctx, ledger.Spec{ID: "p", Total: dpkit.Budget{Epsilon: 3, Delta: 1e-6}, Policy: plan}); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []mechanism.Descriptor{gauss, {}} {
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan.Plan[i], Mechanism: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	// Back to schema 3 as dpkit wrote it: texts in the mechanism column and the policy.
+	db, err := sql.Open("sqlite", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"DROP TRIGGER dpkit_releases_no_update",
+		"UPDATE dpkit_releases SET mechanism = 'gaussian:sigma=40,sensitivity=1' WHERE seq = 1",
+		"UPDATE dpkit_releases SET mechanism = 'discrete laplace:scale=2' WHERE seq = 2",
+		`UPDATE dpkit_budgets SET policy = '{"kind":"plan","plan":[{"epsilon":1,"delta":1e-9},{"epsilon":1,"delta":0},{"epsilon":1,"delta":1e-9}],"plan_mechanisms":["gaussian:sigma=40,sensitivity=1","","gaussian:sensitivity=1,sigma=40"]}'`,
+		"CREATE TRIGGER dpkit_releases_no_update BEFORE UPDATE ON dpkit_releases BEGIN SELECT RAISE(ABORT, 'dpkit ledger releases are append-only'); END",
+		"UPDATE dpkit_schema SET version = 3 WHERE component = 'ledger'",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err = Open(ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l = ledger.New(s)
+	hist, err := l.History(ctx, "p", 0, 0)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history: %v %v", hist, err)
+	}
+	if !hist[0].Mechanism.Equal(gauss) || !hist[1].Mechanism.Equal(mechanism.Describe(mechanism.Text{Text: "discrete laplace:scale=2"})) {
+		t.Errorf("migrated mechanisms: %s, %s", hist[0].Mechanism, hist[1].Mechanism)
+	}
+	def, err := l.Definition(ctx, "p")
+	if err != nil || len(def.Policy.PlanMechanisms) != 3 || !def.Policy.PlanMechanisms[0].Equal(gauss) || !def.Policy.PlanMechanisms[1].IsZero() || !def.Policy.PlanMechanisms[2].Equal(gauss) {
+		t.Fatalf("migrated plan: %+v %v", def.Policy, err)
+	}
+	// The plan still accounts and checks its third slot.
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan.Plan[2], Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 1, Sensitivity: 1})}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Errorf("a Laplace release in the Gaussian slot: %v", err)
+	}
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "p", Cost: plan.Plan[2], Mechanism: gauss}); err != nil {
+		t.Error(err)
+	}
+	if _, err := l.Audit(ctx, "p"); err != nil {
+		t.Error(err)
+	}
+	if _, err := s.db.Exec("UPDATE dpkit_releases SET epsilon = 0"); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("after the migration the log is not append-only: %v", err)
 	}
 }
