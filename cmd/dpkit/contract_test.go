@@ -80,6 +80,7 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"compose", "--mech", "1,x", "--delta", "0.1", "--json"}, exitUsage, "--mech", `invalid --mech "1,x": delta = "x": want in [0, 1]`},
 		{[]string{"compose", "--json", "--mech", "0.1", "--delta", "2"}, exitUsage, "--delta", `invalid --delta "2": want in [0, 1]`},
 		{[]string{"compose", "--json", "--mech", "0.1", "--frobnicate"}, exitUsage, "--frobnicate", "unknown flag: --frobnicate"},
+		{[]string{"compose", "--json", "--mech", "0.1", "-x"}, exitUsage, "-x", "unknown shorthand flag: 'x' in -x"},
 		{[]string{"compose", "--json", "--mech", "0.1"}, exitUsage, "--delta", "missing --delta or --eps"},
 		{[]string{"compose", "--json", "--mech", "1,0.001,30", "--delta", "0.02"}, exitFailure, nil, "infeasible: total delta 0.02 is below the floor"},
 		{[]string{"calibrate", "--json", "--eps", "1", "--delta", "1e-6", "--k", "0"}, exitUsage, "--k", `invalid --k "0": want an integer in [1, 1000000000000]`},

@@ -87,8 +87,12 @@ func flagError(_ *cobra.Command, err error) error {
 		return flagErrorf(name, "flag needs an argument: %s", name)
 	}
 	var unknown *pflag.NotExistError
-	if errors.As(err, &unknown) {
-		return flagErrorf("--"+unknown.GetSpecifiedName(), "%s", err.Error())
+	if errors.As(err, &unknown) && unknown.GetSpecifiedName() != "" {
+		dashes := "--"
+		if unknown.GetSpecifiedShortnames() != "" {
+			dashes = "-"
+		}
+		return flagErrorf(dashes+unknown.GetSpecifiedName(), "%s", err.Error())
 	}
 	return &usageError{msg: err.Error()}
 }

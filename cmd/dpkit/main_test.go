@@ -140,8 +140,8 @@ func checkJSONError(t *testing.T, r result, code int, want []string) map[string]
 		t.Fatalf("JSON error %s: want {\"error\":{\"message\",\"flag\",\"code\"}}", r.stdout)
 	}
 	if f := e["flag"]; f != nil {
-		if s, ok := f.(string); !ok || !strings.HasPrefix(s, "--") {
-			t.Errorf("flag %#v: want null or a flag \"--…\"", f)
+		if s, ok := f.(string); !ok || !strings.HasPrefix(s, "-") {
+			t.Errorf("flag %#v: want null or a flag \"--…\" or \"-x\"", f)
 		}
 	}
 	if !slices.Contains(jsonErrorCodes[code], e["code"].(string)) {
