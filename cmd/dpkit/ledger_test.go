@@ -157,3 +157,37 @@ func TestLedgerPlanMechanism(t *testing.T) {
 		}
 	}
 }
+
+// --pure: a fixed budget whose releases are all pure ε takes δ0 = 0, so ε0 is the one
+// calibrate gives for K pure releases (20 releases in (1, 1e-6): 0.05695, where the
+// default δ0 = δ/(2K) leaves 0.05611); a release with δ > 0 is then refused. An
+// adaptive/advanced budget with no release has spent nothing (issue 25).
+func TestLedgerPureAndEmptyFilter(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	mustSucceed(t, "", "ledger", "init", "--db", db)
+	v := decodeJSON(t, mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "counts", "--eps", "1", "--delta", "1e-6",
+		"--policy", "fixed", "--releases", "20", "--pure", "--json"))
+	per := v["policy"].(map[string]any)["per_release"].(map[string]any)
+	want := decodeJSON(t, mustSucceed(t, "", "calibrate", "--eps", "1", "--delta", "1e-6", "--k", "20", "--json"))
+	if number(t, per, "delta") != 0 || number(t, per, "epsilon") != number(t, want, "epsilon_per_query") {
+		t.Errorf("--pure per-release cost %v, want δ0 = 0 and ε0 = calibrate's %v", per, want["epsilon_per_query"])
+	}
+	v = decodeJSON(t, mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "mixed", "--eps", "1", "--delta", "1e-6",
+		"--policy", "fixed", "--releases", "20", "--json"))
+	if eps := number(t, v["policy"].(map[string]any)["per_release"].(map[string]any), "epsilon"); !(eps < number(t, per, "epsilon")) {
+		t.Errorf("default δ0: ε0 = %v, want below --pure's %v", eps, per["epsilon"])
+	}
+	r := dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "counts", "--eps", "0.01", "--delta", "1e-9")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "exceeded") {
+		t.Errorf("δ > 0 on a --pure budget: exit %d, %q", r.code, r.stderr)
+	}
+	checkError(t, "dpkit ledger create", errorCase{args: []string{"ledger", "create", "--db", db, "--budget", "x", "--eps", "1", "--delta", "1e-6",
+		"--policy", "fixed", "--releases", "20", "--pure", "--release-delta", "0"}, code: exitUsage, want: []string{"--pure and --release-delta both given"}})
+
+	mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "filter", "--eps", "1", "--delta", "1e-6", "--policy", "adaptive",
+		"--filter", "advanced", "--filter-delta", "1e-6")
+	st := decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--budget", "filter", "--json"))
+	if number(t, st, "spent_delta") != 0 || number(t, st, "spent_epsilon") != 0 {
+		t.Errorf("empty advanced filter: %v, want nothing spent", st)
+	}
+}
