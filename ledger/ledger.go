@@ -188,43 +188,120 @@ func (l *Ledger) Spend(ctx context.Context, req Request) (Receipt, error) {
 	for i, b := range chain {
 		ids[i] = b.def.ID
 	}
-	rel := Release{Budget: req.Budget, Cost: dpkit.Budget{Epsilon: req.Cost.Epsilon + 0, Delta: req.Cost.Delta + 0}, Mechanism: req.Mechanism, Analyst: req.Analyst, Key: req.Key,
-		Time: l.now().UTC().Truncate(time.Microsecond), Payload: req.Payload}
+	rel := l.release(req)
 	var after Stats // the last statistics decide returned for req.Budget
 	decide := func(stats []Stats) ([]Stats, error) {
-		if len(stats) != len(chain) {
-			return nil, fmt.Errorf("ledger: store returned %d statistics for a chain of %d budgets", len(stats), len(chain))
+		out, err := decideChain(chain, stats, rel)
+		if err == nil {
+			after = out[len(out)-1]
 		}
-		out := make([]Stats, len(chain))
-		for i, b := range chain {
-			charged, err := charge(b.acc, stats[i], rel)
-			if err != nil {
-				var ex *BudgetExceededError
-				if errors.As(err, &ex) {
-					ex.Budget = b.def.ID
-				}
-				return nil, err
-			}
-			out[i] = stats[i].Add(charged)
-		}
-		after = out[len(out)-1]
-		return out, nil
+		return out, err
 	}
 	got, replayed, err := l.store.Spend(ctx, ids, rel, decide)
 	if err != nil {
 		return Receipt{}, err
 	}
+	if replayed {
+		return l.replay(got, rel)
+	}
 	if len(got.Payload) == 0 {
 		got.Payload = nil
 	}
-	if replayed && !sameContent(got, rel) {
-		return Receipt{}, fmt.Errorf("%w: key %q on budget %q was recorded (seq %d) for %v mechanism %q analyst %q; this request is %v mechanism %q analyst %q",
-			ErrIdempotencyConflict, req.Key, req.Budget, got.Seq, got.Cost, got.Mechanism, got.Analyst, req.Cost, req.Mechanism, req.Analyst)
-	}
-	if replayed {
-		return Receipt{Release: got, Replayed: true}, nil
-	}
 	return Receipt{Release: got, after: &after}, nil
+}
+
+// release is the release req asks for, as Spend records it.
+func (l *Ledger) release(req Request) Release {
+	return Release{Budget: req.Budget, Cost: dpkit.Budget{Epsilon: req.Cost.Epsilon + 0, Delta: req.Cost.Delta + 0}, Mechanism: req.Mechanism, Analyst: req.Analyst, Key: req.Key,
+		Time: l.now().UTC().Truncate(time.Microsecond), Payload: req.Payload}
+}
+
+// decideChain charges rel to each budget of chain (root first) given their statistics,
+// and returns their new statistics, or the refusal (naming the budget that refused).
+func decideChain(chain []*budget, stats []Stats, rel Release) ([]Stats, error) {
+	if len(stats) != len(chain) {
+		return nil, fmt.Errorf("ledger: store returned %d statistics for a chain of %d budgets", len(stats), len(chain))
+	}
+	out := make([]Stats, len(chain))
+	for i, b := range chain {
+		charged, err := charge(b.acc, stats[i], rel)
+		if err != nil {
+			var ex *BudgetExceededError
+			if errors.As(err, &ex) {
+				ex.Budget = b.def.ID
+			}
+			return nil, err
+		}
+		out[i] = stats[i].Add(charged)
+	}
+	return out, nil
+}
+
+// Check says, without recording or charging anything, what Spend(ctx, req) would do
+// now: for an idempotency key already recorded, the release recorded with it
+// (Receipt.Replayed, with its payload) or an error matching ErrIdempotencyConflict if
+// req differs from it; otherwise a refusal (*BudgetExceededError) if the release does
+// not fit, or nil error and the receipt of the release Spend would record (Seq and
+// Number unset). It is a snapshot: concurrent spends may change the answer, and Spend
+// decides. A service checks before it computes a release's result, so that a request
+// that would be refused costs no work on the data.
+func (l *Ledger) Check(ctx context.Context, req Request) (Receipt, error) {
+	if err := checkRequest(req); err != nil {
+		return Receipt{}, err
+	}
+	chain, err := l.chain(ctx, req.Budget)
+	if err != nil {
+		return Receipt{}, err
+	}
+	rel := l.release(req)
+	if req.Key != "" {
+		got, found, err := l.Recorded(ctx, req.Budget, req.Key)
+		if err != nil {
+			return Receipt{}, err
+		}
+		if found {
+			return l.replay(got, rel)
+		}
+	}
+	stats := make([]Stats, len(chain))
+	for i, b := range chain {
+		if stats[i], err = l.store.Stats(ctx, b.def.ID); err != nil {
+			return Receipt{}, err
+		}
+	}
+	if _, err := decideChain(chain, stats, rel); err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{Release: rel}, nil
+}
+
+// Recorded returns the release recorded on budget with idempotency key key, and
+// found = false if there is none.
+func (l *Ledger) Recorded(ctx context.Context, budget, key string) (rel Release, found bool, err error) {
+	if _, err := l.chain(ctx, budget); err != nil {
+		return Release{}, false, err
+	}
+	if err := checkText("key", key, MaxKeyLen); err != nil {
+		return Release{}, false, err
+	}
+	rel, found, err = l.store.Release(ctx, budget, key)
+	if len(rel.Payload) == 0 {
+		rel.Payload = nil
+	}
+	return rel, found, err
+}
+
+// replay returns the receipt of a release recorded with rel's key, or the conflict
+// error if rel asks for something else.
+func (l *Ledger) replay(got, rel Release) (Receipt, error) {
+	if len(got.Payload) == 0 {
+		got.Payload = nil
+	}
+	if !sameContent(got, rel) {
+		return Receipt{}, fmt.Errorf("%w: key %q on budget %q was recorded (seq %d) for %v mechanism %q analyst %q; this request is %v mechanism %q analyst %q",
+			ErrIdempotencyConflict, rel.Key, rel.Budget, got.Seq, got.Cost, got.Mechanism, got.Analyst, rel.Cost, rel.Mechanism, rel.Analyst)
+	}
+	return Receipt{Release: got, Replayed: true}, nil
 }
 
 // charge asks acc to charge release r: with the release's description where the
@@ -328,10 +405,16 @@ func (l *Ledger) Remaining(ctx context.Context, id string, c dpkit.Budget) (Rema
 // History returns the releases spent on budget id (and its sub-budgets) with
 // Seq > after, in order; at most limit (≤ 0: all).
 func (l *Ledger) History(ctx context.Context, id string, after int64, limit int) ([]Release, error) {
+	return l.Releases(ctx, id, ReleaseFilter{After: after, Limit: limit})
+}
+
+// Releases returns the releases spent on budget id (and its sub-budgets) that f
+// selects, in order.
+func (l *Ledger) Releases(ctx context.Context, id string, f ReleaseFilter) ([]Release, error) {
 	if _, err := l.chain(ctx, id); err != nil {
 		return nil, err
 	}
-	return l.store.Releases(ctx, id, after, limit)
+	return l.store.Releases(ctx, id, f)
 }
 
 // AuditReport is the result of replaying a budget's release log.
@@ -357,7 +440,7 @@ func (l *Ledger) Audit(ctx context.Context, id string) (AuditReport, error) {
 	if err != nil {
 		return AuditReport{}, err
 	}
-	rels, err := l.store.Releases(ctx, id, 0, 0)
+	rels, err := l.store.Releases(ctx, id, ReleaseFilter{})
 	if err != nil {
 		return AuditReport{}, err
 	}

@@ -20,7 +20,11 @@ type Definition struct {
 // Release is one recorded release: its privacy description, who asked, when, and its
 // idempotency key. Releases are append-only.
 type Release struct {
-	Seq    int64        `json:"seq"`    // position in the ledger (increasing in commit order)
+	Seq int64 `json:"seq"` // position in the ledger (increasing in commit order)
+	// Number is the release's position among the releases charged to its top-level
+	// budget, from 1 (for a dataset's budget: the dataset's release number; it says
+	// nothing of other budgets' activity, which Seq does). Set when recorded.
+	Number int64        `json:"number"`
 	Budget string       `json:"budget"` // the budget it was spent on
 	Cost   dpkit.Budget `json:"cost"`   // its (ε, δ)
 	// Mechanism describes the mechanism the release ran (package mechanism's typed,
@@ -59,6 +63,15 @@ func sameMechanism(recorded, req mechanism.Descriptor) bool {
 	return note && !reqNote && !req.IsZero()
 }
 
+// ReleaseFilter selects releases of a budget (Store.Releases, Ledger.Releases). The zero
+// value selects all.
+type ReleaseFilter struct {
+	After       int64  // only Seq > After
+	AfterNumber int64  // only Number > AfterNumber
+	Analyst     string // only those asked by Analyst, if set
+	Limit       int    // at most Limit, the first ones (≤ 0: all)
+}
+
 // Decide is called by Store.Spend inside its transaction with the current statistics
 // of the budget chain (root first). It returns their new statistics, or an error that
 // aborts the spend.
@@ -85,14 +98,17 @@ type Store interface {
 	//     rel.Budget, returns it and replayed = true, changing nothing;
 	//  2. otherwise calls decide with the chain's statistics; if it fails, returns its
 	//     error, changing nothing;
-	//  3. otherwise records rel (assigning Seq; with its Payload, stored verbatim —
-	//     nil and empty are the same) and the new statistics, and commits before
-	//     returning.
+	//  3. otherwise records rel (assigning Seq, and Number = the Count of chain[0]'s new
+	//     statistics; with its Payload, stored verbatim — nil and empty are the same)
+	//     and the new statistics, and commits before returning.
 	// Releases and replays return the payload recorded (nil when empty).
 	Spend(ctx context.Context, chain []string, rel Release, decide Decide) (recorded Release, replayed bool, err error)
-	// Releases returns the releases spent on budget id or on its sub-budgets, with
-	// Seq > after, in Seq order; at most limit of them (limit ≤ 0: all).
-	Releases(ctx context.Context, id string, after int64, limit int) ([]Release, error)
+	// Releases returns the releases spent on budget id (a top-level budget: also on its
+	// sub-budgets) that f selects, in Seq order.
+	Releases(ctx context.Context, id string, f ReleaseFilter) ([]Release, error)
+	// Release returns the release recorded on budget with idempotency key key, and
+	// found = false if there is none.
+	Release(ctx context.Context, budget, key string) (rel Release, found bool, err error)
 	// Close releases the store's resources.
 	Close() error
 }

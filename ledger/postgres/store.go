@@ -253,6 +253,9 @@ func (s *Store) Stats(ctx context.Context, id string) (st ledger.Stats, err erro
 	return st, err
 }
 
+// qReleaseByKey selects the release recorded on a budget with an idempotency key.
+const qReleaseByKey = "SELECT " + ledger.ReleaseColumns + " FROM dpkit_releases WHERE budget_id = $1 AND idem_key = $2"
+
 // Spend implements ledger.Store: one transaction that locks the chain's budget rows
 // (root first) with SELECT … FOR UPDATE, and commits synchronously before returning.
 func (s *Store) Spend(ctx context.Context, chain []string, rel ledger.Release, decide ledger.Decide) (got ledger.Release, replayed bool, err error) {
@@ -281,7 +284,7 @@ func spendTx(ctx context.Context, tx pgx.Tx, chain []string, rel ledger.Release,
 		cur[i] = st
 	}
 	if rel.Key != "" {
-		got, err := ledger.ScanRelease(tx.QueryRow(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE budget_id = $1 AND idem_key = $2", rel.Budget, rel.Key))
+		got, err := ledger.ScanRelease(tx.QueryRow(ctx, qReleaseByKey, rel.Budget, rel.Key))
 		if err == nil {
 			return got, true, nil
 		}
@@ -303,10 +306,11 @@ func spendTx(ctx context.Context, tx pgx.Tx, chain []string, rel ledger.Release,
 	} else {
 		rel.Payload = nil
 	}
+	rel.Number = next[0].Count
 	if err := tx.QueryRow(ctx, `INSERT INTO dpkit_releases
-		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
+		(budget_id, root_id, number, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq`,
+		rel.Budget, chain[0], rel.Number, rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
 		return ledger.Release{}, false, err
 	}
 	for i, id := range chain {
@@ -320,7 +324,7 @@ func spendTx(ctx context.Context, tx pgx.Tx, chain []string, rel ledger.Release,
 }
 
 // Releases implements ledger.Store.
-func (s *Store) Releases(ctx context.Context, id string, after int64, limit int) (out []ledger.Release, err error) {
+func (s *Store) Releases(ctx context.Context, id string, f ledger.ReleaseFilter) (out []ledger.Release, err error) {
 	err = s.with(ctx, func(c *pgx.Conn) error {
 		var parent string
 		err := c.QueryRow(ctx, "SELECT coalesce(parent, '') FROM dpkit_budgets WHERE id = $1", id).Scan(&parent)
@@ -330,15 +334,8 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 		if err != nil {
 			return err
 		}
-		column := "root_id"
-		if parent != "" {
-			column = "budget_id"
-		}
-		var lim *int
-		if limit > 0 {
-			lim = &limit
-		}
-		rows, err := c.Query(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE "+column+" = $1 AND seq > $2 ORDER BY seq LIMIT $3", id, after, lim)
+		q, args := ledger.ReleasesQuery(id, parent != "", f)
+		rows, err := c.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -346,4 +343,16 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 		return err
 	})
 	return out, err
+}
+
+// Release implements ledger.Store.
+func (s *Store) Release(ctx context.Context, budget, key string) (rel ledger.Release, found bool, err error) {
+	err = s.with(ctx, func(c *pgx.Conn) error {
+		rel, err = ledger.ScanRelease(c.QueryRow(ctx, qReleaseByKey, budget, key))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Release{}, false, nil
+	}
+	return rel, err == nil, err
 }

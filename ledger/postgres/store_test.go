@@ -163,7 +163,7 @@ func TestMigrateV1(t *testing.T) {
 	}
 	defer c.Close(ctx)
 	// Back to schema 1 as dpkit wrote it: the version in dpkit_ledger_meta, no dpkit_schema.
-	if _, err := c.Exec(ctx, "ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; UPDATE dpkit_ledger_meta SET value = '1' WHERE name = 'schema_version'"); err != nil {
+	if _, err := c.Exec(ctx, "DROP INDEX dpkit_releases_root_analyst; ALTER TABLE dpkit_releases DROP COLUMN number; ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; UPDATE dpkit_ledger_meta SET value = '1' WHERE name = 'schema_version'"); err != nil {
 		t.Fatal(err)
 	}
 	s, err = Open(ctx, loc, nil)
@@ -185,7 +185,7 @@ func TestMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist, err := l.History(ctx, "m", 0, 0)
-	if err != nil || len(hist) != 2 || hist[0].Payload != nil || string(hist[1].Payload) != "answer" {
+	if err != nil || len(hist) != 2 || hist[0].Payload != nil || string(hist[1].Payload) != "answer" || hist[0].Number != 1 || hist[1].Number != 2 {
 		t.Fatalf("history after migration: %+v %v", hist, err)
 	}
 }
@@ -224,6 +224,9 @@ func TestMigrateMechanismDescriptors(t *testing.T) {
 		"UPDATE dpkit_releases SET mechanism = 'discrete laplace:scale=2' WHERE mechanism = ''",
 		`UPDATE dpkit_budgets SET policy = '{"kind":"plan","plan":[{"epsilon":1,"delta":1e-9},{"epsilon":1,"delta":0},{"epsilon":1,"delta":1e-9}],"plan_mechanisms":["gaussian:sigma=40,sensitivity=1","","gaussian:sensitivity=1,sigma=40"]}'`,
 		"ALTER TABLE dpkit_releases ENABLE TRIGGER dpkit_releases_no_change",
+		// Schema 5 added the release numbers.
+		"DROP INDEX dpkit_releases_root_analyst",
+		"ALTER TABLE dpkit_releases DROP COLUMN number",
 		"UPDATE dpkit_schema SET version = 3 WHERE component = 'ledger'",
 	} {
 		if _, err := c.Exec(ctx, q); err != nil {

@@ -172,7 +172,7 @@ func TestMigrateV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; PRAGMA user_version = 1"); err != nil {
+	if _, err := db.Exec("DROP INDEX dpkit_releases_root_number; DROP INDEX dpkit_releases_root_analyst; ALTER TABLE dpkit_releases DROP COLUMN number; ALTER TABLE dpkit_releases DROP COLUMN payload; DROP TABLE dpkit_schema; PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -201,6 +201,11 @@ func TestMigrateV1(t *testing.T) {
 	hist, err := l.History(ctx, "m", 0, 0)
 	if err != nil || len(hist) != 3 || hist[0].Key != "a" || hist[0].Payload != nil || string(hist[2].Payload) != "answer" || hist[2].Seq != rc.Release.Seq {
 		t.Fatalf("history after migration: %+v %v", hist, err)
+	}
+	for i, r := range hist { // numbered by migration 004 (1, 2), then by the spend (3)
+		if r.Number != int64(i+1) {
+			t.Fatalf("release %d has number %d after migration", i, r.Number)
+		}
 	}
 	if _, err := l.Audit(ctx, "m"); err != nil {
 		t.Fatal(err)

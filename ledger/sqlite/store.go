@@ -276,8 +276,8 @@ const (
 	qStats         = "SELECT release_count, sum_epsilon, sum_delta, sum_epsilon_sq FROM dpkit_budgets WHERE id = ?"
 	qReleaseByKey  = "SELECT " + ledger.ReleaseColumns + " FROM dpkit_releases WHERE budget_id = ? AND idem_key = ?"
 	qInsertRelease = `INSERT INTO dpkit_releases
-		(budget_id, root_id, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+		(budget_id, root_id, number, epsilon, delta, mechanism, analyst, idem_key, time_us, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
 	qUpdateStats = `UPDATE dpkit_budgets SET release_count = ?, sum_epsilon = ?, sum_delta = ?, sum_epsilon_sq = ? WHERE id = ?`
 )
 
@@ -477,8 +477,9 @@ func spendTx(ctx context.Context, tx txq, chain []string, rel ledger.Release, de
 	} else {
 		rel.Payload = nil
 	}
+	rel.Number = next[0].Count
 	if err := tx.QueryRowContext(ctx, qInsertRelease,
-		rel.Budget, chain[0], rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
+		rel.Budget, chain[0], rel.Number, rel.Cost.Epsilon, rel.Cost.Delta, rel.Mechanism, rel.Analyst, key, rel.Time.UnixMicro(), payload).Scan(&rel.Seq); err != nil {
 		return ledger.Release{}, false, err
 	}
 	for i, id := range chain {
@@ -492,7 +493,7 @@ func spendTx(ctx context.Context, tx txq, chain []string, rel ledger.Release, de
 }
 
 // Releases implements ledger.Store.
-func (s *Store) Releases(ctx context.Context, id string, after int64, limit int) ([]ledger.Release, error) {
+func (s *Store) Releases(ctx context.Context, id string, f ledger.ReleaseFilter) ([]ledger.Release, error) {
 	var parent string
 	err := s.db.QueryRowContext(ctx, "SELECT coalesce(parent, '') FROM dpkit_budgets WHERE id = ?", id).Scan(&parent)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -501,14 +502,8 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 	if err != nil {
 		return nil, s.classify(err)
 	}
-	column := "root_id"
-	if parent != "" {
-		column = "budget_id"
-	}
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+ledger.ReleaseColumns+" FROM dpkit_releases WHERE "+column+" = ? AND seq > ? ORDER BY seq LIMIT ?", id, after, limit)
+	q, args := ledger.ReleasesQuery(id, parent != "", f)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.classify(err)
 	}
@@ -522,6 +517,18 @@ func (s *Store) Releases(ctx context.Context, id string, after int64, limit int)
 		out = append(out, r)
 	}
 	return out, s.classify(rows.Err())
+}
+
+// Release implements ledger.Store.
+func (s *Store) Release(ctx context.Context, budget, key string) (ledger.Release, bool, error) {
+	r, err := ledger.ScanRelease(s.db.QueryRowContext(ctx, qReleaseByKey, budget, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Release{}, false, nil
+	}
+	if err != nil {
+		return ledger.Release{}, false, s.classify(err)
+	}
+	return r, true, nil
 }
 
 func (s *Store) classify(err error) error {

@@ -214,6 +214,10 @@ func TestMigrateMechanismDescriptors(t *testing.T) {
 		"UPDATE dpkit_releases SET mechanism = 'discrete laplace:scale=2' WHERE seq = 2",
 		`UPDATE dpkit_budgets SET policy = '{"kind":"plan","plan":[{"epsilon":1,"delta":1e-9},{"epsilon":1,"delta":0},{"epsilon":1,"delta":1e-9}],"plan_mechanisms":["gaussian:sigma=40,sensitivity=1","","gaussian:sensitivity=1,sigma=40"]}'`,
 		"CREATE TRIGGER dpkit_releases_no_update BEFORE UPDATE ON dpkit_releases BEGIN SELECT RAISE(ABORT, 'dpkit ledger releases are append-only'); END",
+		// Schema 5 added the release numbers.
+		"DROP INDEX dpkit_releases_root_number",
+		"DROP INDEX dpkit_releases_root_analyst",
+		"ALTER TABLE dpkit_releases DROP COLUMN number",
 		"UPDATE dpkit_schema SET version = 3 WHERE component = 'ledger'",
 	} {
 		if _, err := db.Exec(q); err != nil {

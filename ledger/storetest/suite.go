@@ -33,6 +33,8 @@ func Run(t *testing.T, h Harness) {
 		{"AdaptiveAdvanced", testAdaptiveAdvanced},
 		{"Idempotency", testIdempotency},
 		{"Payload", testPayload},
+		{"Check", testCheck},
+		{"NumbersAndFilters", testNumbersAndFilters},
 		{"StatusAfter", testStatusAfter},
 		{"BadInput", testBadInput},
 		{"SubBudgets", testSubBudgets},
@@ -609,6 +611,133 @@ func testSubBudgets(t *testing.T, h Harness) {
 	mustAudit(t, l, "flu", 3)
 	mustAudit(t, l, "flu.alice", 1)
 	mustAudit(t, l, "flu.bob", 1)
+}
+
+// testCheck: Ledger.Check says what Spend would do without recording or charging
+// anything — a replay (with the recorded payload) for a recorded key, a conflict for a
+// recorded key with other content, a refusal for a release that does not fit, the
+// release otherwise — and Spend then does what it said.
+func testCheck(t *testing.T, h Harness) {
+	ctx := context.Background()
+	l, _, _ := open(t, h)
+	mustCreate(t, l, ledger.Spec{ID: "c", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}})
+	req := ledger.Request{Budget: "c", Cost: dpkit.Budget{Epsilon: 0.75}, Mechanism: mechanism.Describe(mechanism.LaplaceNoise{Scale: 2, Sensitivity: 1}), Analyst: "a", Key: "k", Payload: []byte("answer")}
+	rc, err := l.Check(ctx, req)
+	if err != nil || rc.Replayed || rc.Release.Seq != 0 || rc.Release.Cost != req.Cost {
+		t.Fatalf("check of a fitting release: %+v, %v", rc, err)
+	}
+	if st := status(t, l, "c"); st.Releases != 0 {
+		t.Fatalf("Check recorded something: %+v", st)
+	}
+	first := mustSpendReq(t, l, req)
+	retry := req
+	retry.Payload = []byte("another answer")
+	rc, err = l.Check(ctx, retry)
+	if err != nil || !rc.Replayed || !reflect.DeepEqual(rc.Release, first.Release) || string(rc.Release.Payload) != "answer" {
+		t.Fatalf("check of a recorded key: %+v, %v; want the original %+v", rc, err, first.Release)
+	}
+	conflict := req
+	conflict.Cost.Epsilon = 0.5
+	if _, err := l.Check(ctx, conflict); !errors.Is(err, ledger.ErrIdempotencyConflict) {
+		t.Fatalf("check of a key recorded with another cost: %v", err)
+	}
+	over := ledger.Request{Budget: "c", Cost: dpkit.Budget{Epsilon: 0.5}, Key: "k2"}
+	_, err = l.Check(ctx, over)
+	var ex *ledger.BudgetExceededError
+	if !errors.As(err, &ex) || ex.Budget != "c" {
+		t.Fatalf("check of a release that does not fit: %v", err)
+	}
+	if _, err := l.Spend(ctx, over); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Fatalf("the spend Check refused: %v", err)
+	}
+	if _, err := l.Check(ctx, ledger.Request{Budget: "nope", Cost: dpkit.Budget{Epsilon: 0.1}}); !errors.Is(err, ledger.ErrUnknownBudget) {
+		t.Fatalf("check on an unknown budget: %v", err)
+	}
+	var pe *dpkit.ParamError
+	if _, err := l.Check(ctx, ledger.Request{Budget: "c", Cost: dpkit.Budget{Epsilon: math.NaN()}}); !errors.As(err, &pe) {
+		t.Fatalf("check of a NaN cost: %v", err)
+	}
+	if st := status(t, l, "c"); st.Releases != 1 {
+		t.Fatalf("status after the checks: %+v", st)
+	}
+	mustAudit(t, l, "c", 1)
+}
+
+func mustSpendReq(t *testing.T, l *ledger.Ledger, req ledger.Request) ledger.Receipt {
+	t.Helper()
+	r, err := l.Spend(context.Background(), req)
+	if err != nil {
+		t.Fatalf("spend %+v: %v", req, err)
+	}
+	return r
+}
+
+// testNumbersAndFilters: each release is numbered 1, 2, … among the releases of its
+// top-level budget (those of its sub-budgets included), whatever other budgets do; a
+// replay keeps its number; Releases filters by analyst, by Seq and by Number, and
+// limits.
+func testNumbersAndFilters(t *testing.T, h Harness) {
+	ctx := context.Background()
+	l, _, _ := open(t, h)
+	basic := ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}
+	for _, spec := range []ledger.Spec{
+		{ID: "x", Total: dpkit.Budget{Epsilon: 10}, Policy: basic},
+		{ID: "y", Total: dpkit.Budget{Epsilon: 10}, Policy: basic},
+		{ID: "x.sub", Parent: "x", Total: dpkit.Budget{Epsilon: 10}, Policy: basic},
+	} {
+		mustCreate(t, l, spec)
+	}
+	want := map[string]int64{}
+	for i := range 9 {
+		budget := []string{"x", "y", "x.sub"}[i%3]
+		analyst := []string{"ann", "bo"}[i%2]
+		r := mustSpendReq(t, l, ledger.Request{Budget: budget, Cost: dpkit.Budget{Epsilon: 0.5}, Analyst: analyst, Key: fmt.Sprint("k", i)})
+		root := budget[:1]
+		want[root]++
+		if r.Release.Number != want[root] {
+			t.Fatalf("release %d on %s: number %d, want %d", i, budget, r.Release.Number, want[root])
+		}
+		if again := mustSpendReq(t, l, ledger.Request{Budget: budget, Cost: dpkit.Budget{Epsilon: 0.5}, Analyst: analyst, Key: fmt.Sprint("k", i)}); !again.Replayed || again.Release.Number != r.Release.Number {
+			t.Fatalf("replay of release %d: %+v", i, again)
+		}
+	}
+	all, err := l.Releases(ctx, "x", ledger.ReleaseFilter{})
+	if err != nil || len(all) != 6 {
+		t.Fatalf("x: %d releases, %v", len(all), err)
+	}
+	for i, r := range all {
+		if r.Number != int64(i+1) {
+			t.Fatalf("x's release %d has number %d", i, r.Number)
+		}
+	}
+	check := func(id string, f ledger.ReleaseFilter, numbers ...int64) {
+		t.Helper()
+		got, err := l.Releases(ctx, id, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []int64
+		for _, r := range got {
+			n = append(n, r.Number)
+			if f.Analyst != "" && r.Analyst != f.Analyst {
+				t.Fatalf("filter %+v returned a release of %q", f, r.Analyst)
+			}
+		}
+		if !reflect.DeepEqual(n, numbers) {
+			t.Fatalf("%s %+v: numbers %v, want %v", id, f, n, numbers)
+		}
+	}
+	// x's releases: i = 0 (ann), 2 (x.sub, ann), 3 (bo), 5 (x.sub, bo), 6 (ann), 8 (x.sub, ann).
+	check("x", ledger.ReleaseFilter{Analyst: "ann"}, 1, 2, 5, 6)
+	check("x", ledger.ReleaseFilter{Analyst: "bo", AfterNumber: 3}, 4)
+	check("x", ledger.ReleaseFilter{AfterNumber: 2, Limit: 2}, 3, 4)
+	check("x", ledger.ReleaseFilter{After: all[4].Seq}, 6)
+	check("x.sub", ledger.ReleaseFilter{}, 2, 4, 6)
+	check("x.sub", ledger.ReleaseFilter{Analyst: "bo"}, 4)
+	check("y", ledger.ReleaseFilter{Analyst: "nobody"})
+	if _, err := l.Releases(ctx, "nope", ledger.ReleaseFilter{}); !errors.Is(err, ledger.ErrUnknownBudget) {
+		t.Fatalf("unknown budget: %v", err)
+	}
 }
 
 func testReopen(t *testing.T, h Harness) {
