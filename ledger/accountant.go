@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/internal/numeric"
 	"github.com/dpkit/dpkit/mechanism"
 	"github.com/dpkit/dpkit/pld"
 )
@@ -361,20 +362,13 @@ func (a *advancedAccountant) Spent(st Stats) (float64, float64, error) {
 
 func (a *advancedAccountant) Remaining(st Stats, c dpkit.Budget) Remaining {
 	r := Remaining{Cost: c}
-	// Releases: the largest m ≤ MaxCount with ok(after m); ok is monotone in m.
-	if v, d := after(st, c, compose.MaxCount); a.ok(v, d) {
+	// Releases: the largest m ≤ MaxCount with ok(after m); ok is monotone in m, and
+	// ok(after 0) holds (the recorded state was accepted).
+	fits := func(m int64) (bool, error) { v, d := after(st, c, m); return a.ok(v, d), nil }
+	if ok, _ := fits(compose.MaxCount); ok {
 		r.Releases = compose.MaxCount
 	} else {
-		lo, hi := int64(0), int64(compose.MaxCount) // ok(lo): the recorded state fits; !ok(hi)
-		for hi-lo > 1 {
-			mid := lo + (hi-lo)/2
-			if v, d := after(st, c, mid); a.ok(v, d) {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		r.Releases = lo
+		r.Releases, _ = numeric.BisectInt(0, compose.MaxCount, fits)
 	}
 	// NextEpsilon: the largest float64 x with ok(V + x², D + δ); ok is monotone in x ≥ 0
 	// and positive float64s are ordered as their bit patterns.
@@ -386,19 +380,14 @@ func (a *advancedAccountant) Remaining(st Stats, c dpkit.Budget) Remaining {
 		return r
 	}
 	r.NextAllowed = true
-	lo, hi := uint64(0), math.Float64bits(a.total.Epsilon)+1 // next(lo), !next(hi)
 	if next(a.total.Epsilon) {
 		r.NextEpsilon = a.total.Epsilon // only when V = 0 and ln(1/δ') ≈ 0
 		return r
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if next(math.Float64frombits(mid)) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	r.NextEpsilon = math.Float64frombits(lo)
+	// Bisection on the bit patterns: next(0) holds, next fails at the total and above.
+	b, _ := numeric.BisectInt(0, int64(math.Float64bits(a.total.Epsilon))+1, func(k int64) (bool, error) {
+		return next(math.Float64frombits(uint64(k))), nil
+	})
+	r.NextEpsilon = math.Float64frombits(uint64(b))
 	return r
 }

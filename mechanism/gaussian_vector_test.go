@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"gonum.org/v1/gonum/floats/scalar"
 	"math"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestGaussianVectorAccuracy(t *testing.T) {
 	beta := 0.01
 	l2, _ := m.L2Bound(beta)
 	x := math.Log(1 / beta)
-	if want := m.Sigma() * math.Sqrt(10+2*math.Sqrt(10*x)+2*x); math.Abs(l2/want-1) > 1e-9 {
+	if want := m.Sigma() * math.Sqrt(10+2*math.Sqrt(10*x)+2*x); !scalar.EqualWithinRel(l2, want, 1e-9) {
 		t.Errorf("L2Bound %v, formula %v", l2, want)
 	}
 	src := noise.Seeded(12)

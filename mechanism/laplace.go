@@ -7,6 +7,10 @@ import (
 	"github.com/dpkit/dpkit/noise"
 )
 
+// MinLaplaceEpsilon is the smallest ε of a Laplace mechanism: its grid noise has scale
+// t ≥ 1/ε grid steps, at most 2^48.
+const MinLaplaceEpsilon = 0x1p-48
+
 // LaplaceOptions configures a Laplace mechanism.
 type LaplaceOptions struct {
 	Epsilon     float64 `json:"epsilon"`             // required, finite and > 0
@@ -34,6 +38,11 @@ func NewLaplace(o LaplaceOptions) (*Laplace, error) {
 	}
 	if err := dpkit.InPackage("mechanism", dpkit.CheckPositive("sensitivity", o.Sensitivity)); err != nil {
 		return nil, err
+	}
+	if o.Epsilon < MinLaplaceEpsilon {
+		// The grid noise has scale t ≥ 1/ε grid steps and t ≤ 2^48 (noise.SecureLaplace):
+		// a smaller ε could not be answered (and is refused before the sampler's search).
+		return nil, perr("epsilon", o.Epsilon, "≥ 2^-48 (the noise scale is at most 2^48 grid steps)")
 	}
 	dim := o.Dimension
 	if dim == 0 {

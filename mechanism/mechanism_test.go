@@ -2,6 +2,7 @@ package mechanism
 
 import (
 	"errors"
+	"gonum.org/v1/gonum/floats/scalar"
 	"math"
 	"math/big"
 	"pgregory.net/rapid"
@@ -55,7 +56,7 @@ func TestGaussianDelta(t *testing.T) {
 	for _, c := range [][3]float64{{1, 3, 1}, {0.1, 20, 1}, {2, 1, 1}, {5, 0.7, 1}, {1, 4, 2.5}} {
 		eps, sigma, sens := c[0], c[1], c[2]
 		got, want := gaussianDeltaOf(eps, sigma, sens), hockeyStickGaussian(eps, sigma, sens)
-		if math.Abs(got-want) > 1e-7*want {
+		if !scalar.EqualWithinRel(got, want, 1e-7) {
 			t.Errorf("gaussianDelta(%v, %v, %v) = %.10g, integral %.10g", eps, sigma, sens, got, want)
 		}
 	}
@@ -110,15 +111,15 @@ func TestLaplaceAccuracy(t *testing.T) {
 		if tail := 2 * math.Pow(q, steps) / (1 + q); tail > beta*(1+1e-9) {
 			t.Errorf("β=%v: tail at w = %v", beta, tail)
 		}
-		if math.Abs(w-b*math.Log(1/beta)) > 1e-6*b {
+		if !scalar.EqualWithinAbs(w, b*math.Log(1/beta), 1e-6*b) {
 			t.Errorf("β=%v: w = %v, b·ln(1/β) = %v", beta, w, b*math.Log(1/beta))
 		}
 		v, _ := m.VectorBound(beta)
-		if math.Abs(v-b*math.Log(10/beta)) > 1e-6*b {
+		if !scalar.EqualWithinAbs(v, b*math.Log(10/beta), 1e-6*b) {
 			t.Errorf("β=%v: vector bound %v, b·ln(k/β) = %v", beta, v, b*math.Log(10/beta))
 		}
 	}
-	if r := m.Variance() / (2 * b * b); math.Abs(r-1) > 1e-9 {
+	if r := m.Variance() / (2 * b * b); !scalar.EqualWithinAbs(r, 1, 1e-9) {
 		t.Errorf("Variance %v vs 2b² %v", m.Variance(), 2*b*b)
 	}
 	// The grid sensitivity accounts for rounding every coordinate.
@@ -140,7 +141,7 @@ func TestGeometricAccuracy(t *testing.T) {
 	for z := -2000.0; z <= 2000; z++ {
 		v += z * z * pmf(z)
 	}
-	if math.Abs(v-m.Variance()) > 1e-9*v {
+	if !scalar.EqualWithinRel(v, m.Variance(), 1e-9) {
 		t.Errorf("Variance %v, summed %v", m.Variance(), v)
 	}
 	w, _ := m.Interval(0.05)
@@ -162,7 +163,7 @@ func TestGeometricAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := p.Epsilon(0); math.Abs(e-0.3) > 1e-12 {
+	if e, _ := p.Epsilon(0); !scalar.EqualWithinAbs(e, 0.3, 1e-12) {
 		t.Errorf("geometric pair ε = %v", e)
 	}
 	if got := m1.Release(math.MaxInt64-1, noise.Seeded(2)); got < math.MaxInt64-200 {
@@ -225,7 +226,7 @@ func TestExponential(t *testing.T) {
 		}
 		sum += x
 	}
-	if math.Abs(sum-1) > 1e-15 {
+	if !scalar.EqualWithinAbs(sum, 1, 1e-15) {
 		t.Errorf("probabilities sum to %v", sum)
 	}
 	u = []float64{0, 1, 2, 3, 5}
@@ -236,7 +237,7 @@ func TestExponential(t *testing.T) {
 		z += math.Exp(x / 2)
 	}
 	for i, x := range u {
-		if math.Abs(p[i]-math.Exp(x/2)/z) > 1e-15 {
+		if !scalar.EqualWithinAbs(p[i], math.Exp(x/2)/z, 1e-15) {
 			t.Errorf("p[%d] = %v, want %v", i, p[i], math.Exp(x/2)/z)
 		}
 	}
@@ -285,7 +286,7 @@ func TestRandomizedResponse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, _ := p.Epsilon(0); math.Abs(e-1.2) > 1e-12 {
+		if e, _ := p.Epsilon(0); !scalar.EqualWithinAbs(e, 1.2, 1e-12) {
 			t.Errorf("k=%d: pair ε = %v", k, e)
 		}
 		src := noise.Seeded(uint64(k))
@@ -306,7 +307,7 @@ func TestRandomizedResponse(t *testing.T) {
 	}
 	m4, _ := NewRandomizedResponse4(RandomizedResponse4Options{Epsilon: 0.8, Delta: 0.1})
 	p, _ := m4.Pair()
-	if e, _ := p.Epsilon(0.1); math.Abs(e-0.8) > 1e-9 {
+	if e, _ := p.Epsilon(0.1); !scalar.EqualWithinAbs(e, 0.8, 1e-9) {
 		t.Errorf("rr4 pair ε at δ = 0.1: %v", e)
 	}
 	src := noise.Seeded(9)
@@ -353,7 +354,7 @@ func TestMedian(t *testing.T) {
 	// proof in the Median doc comment; Beta is β̂ minus the allowances 2^−37 + α·2^−29 (+ ulps). Both are
 	// close to errata's ε/(2 ln(2/δ)) = 0.0344 (within 1%).
 	bhat := math.Log1p(0.5 / (0.5 + math.Log(1e6)))
-	if ml.Alpha() > 0.5 || ml.Alpha() < 0.5*(1-0x1p-26) || ml.Beta() > bhat || ml.Beta() < bhat-0x1p-36-0.5*0x1p-29-1e-15 || math.Abs(ml.Beta()/(1/(2*math.Log(2e6)))-1) > 0.01 {
+	if ml.Alpha() > 0.5 || ml.Alpha() < 0.5*(1-0x1p-26) || ml.Beta() > bhat || ml.Beta() < bhat-0x1p-36-0.5*0x1p-29-1e-15 || !scalar.EqualWithinRel(ml.Beta(), 1/(2*math.Log(2e6)), 0.01) {
 		t.Errorf("Laplace calibration α=%v β=%v (β̂ %v)", ml.Alpha(), ml.Beta(), bhat)
 	}
 	xs := make([]float64, 1001)

@@ -48,6 +48,43 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	t := newTable(s)
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	field, err := t.readHeader(cr)
+	if err != nil {
+		return nil, err
+	}
+	l := newLoader(t, field, opt.Source)
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, csvError(err)
+		}
+		t.stats.Lines++
+		if err := l.parseRow(cr, rec); err != nil {
+			return nil, err
+		}
+		if !l.admit() {
+			t.stats.Dropped++
+			continue
+		}
+		if t.n == MaxRows {
+			line, _ := cr.FieldPos(0)
+			return nil, &CSVError{Line: line, Msg: fmt.Sprintf("more than %d rows", MaxRows)}
+		}
+		l.appendRow()
+	}
+	l.finish()
+	return t, nil
+}
+
+// newTable returns an empty table of schema s (copied, so that the caller's slices are
+// not shared) with its columns set up.
+func newTable(s Schema) *Table {
 	t := &Table{stats: Stats{Clamped: map[string]int{}}}
 	t.schema = Schema{Columns: make([]Column, len(s.Columns))}
 	for i, c := range s.Columns {
@@ -67,9 +104,12 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 		}
 		c.resolveDomain()
 	}
+	return t
+}
 
-	cr := csv.NewReader(r)
-	cr.ReuseRecord = true
+// readHeader reads the header line and returns, for every schema column, the index of
+// its CSV field.
+func (t *Table) readHeader(cr *csv.Reader) ([]int, error) {
 	header, err := cr.Read()
 	if err == io.EOF {
 		return nil, &CSVError{Line: 1, Msg: "empty input: want a header line naming the columns"}
@@ -77,7 +117,7 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 	if err != nil {
 		return nil, csvError(err)
 	}
-	field := make([]int, len(s.Columns)) // schema column → CSV field
+	field := make([]int, len(t.cols)) // schema column → CSV field
 	for i := range field {
 		field[i] = -1
 	}
@@ -99,151 +139,195 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 			return nil, &CSVError{Line: 1, Column: t.schema.Columns[i].Name, Msg: "declared column missing from the header"}
 		}
 	}
-	unit, maxRows := -1, 1
-	if s.Unit != nil {
-		unit, maxRows = t.schema.column(s.Unit.Column), s.Unit.MaxRows
-	}
+	return field, nil
+}
 
-	dicts := make([]map[string]uint32, len(t.cols))
+// loader holds the state of one LoadCSV: the current row's parsed values (appended only
+// if the row is kept) and the per-unit counts of contribution bounding.
+type loader struct {
+	t       *Table
+	field   []int // schema column → CSV field
+	unit    int   // index of the privacy-unit column, −1 without one
+	maxRows int
+	src     noise.Source // random selection of a unit's rows; nil: the first maxRows
+	random  bool
+
+	dicts   []map[string]uint32 // String columns: value → dictionary code
+	clamped []int               // values moved to the bounds, per column
+
+	unitID  uint64           // the current row's unit
+	byCode  bool             // the unit column is a String column: ids are dictionary codes
+	perCode []int32          // rows seen per unit, by code (byCode)
+	perUnit map[uint64]int32 // rows seen per unit (otherwise)
+	unitIDs []uint64         // unit of every kept row (random selection only)
+
+	ints   []int64 // the current row, per column
+	floats []float64
+	codes  []uint32
+}
+
+func newLoader(t *Table, field []int, src noise.Source) *loader {
+	l := &loader{t: t, field: field, unit: -1, maxRows: 1, src: src,
+		dicts:   make([]map[string]uint32, len(t.cols)),
+		clamped: make([]int, len(t.cols)),
+		ints:    make([]int64, len(t.cols)), floats: make([]float64, len(t.cols)), codes: make([]uint32, len(t.cols)),
+	}
 	for i := range t.cols {
 		if t.cols[i].decl.Type == String {
-			dicts[i] = map[string]uint32{}
+			l.dicts[i] = map[string]uint32{}
 		}
 	}
-	var (
-		perUnit map[uint64]int32 // rows seen per unit
-		unitIDs []uint64         // unit of every kept row (random selection only)
-		random  = opt.Source != nil && unit >= 0
-		clamped = make([]int, len(t.cols))
-		unitID  uint64
-	)
-	// Rows seen per unit: a slice indexed by dictionary code for a String unit column,
-	// a map otherwise.
-	byCode := unit >= 0 && t.schema.Columns[unit].Type == String
-	var perCode []int32
-	if unit >= 0 && !byCode {
-		perUnit = map[uint64]int32{}
+	if u := t.schema.Unit; u != nil {
+		l.unit, l.maxRows = t.schema.column(u.Column), u.MaxRows
+		l.random = src != nil
+		l.byCode = t.schema.Columns[l.unit].Type == String
+		if !l.byCode {
+			l.perUnit = map[uint64]int32{}
+		}
 	}
-	// Scratch values of the current row, appended only if the row is kept.
-	ints := make([]int64, len(t.cols))
-	floats := make([]float64, len(t.cols))
-	codes := make([]uint32, len(t.cols))
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
+	return l
+}
+
+// parseRow parses every declared field of rec into the row scratch, clamping numeric
+// values to their bounds, and sets the row's unit id.
+func (l *loader) parseRow(cr *csv.Reader, rec []string) error {
+	for i := range l.t.cols {
+		c := &l.t.cols[i]
+		f := rec[l.field[i]]
+		var err error
+		switch c.decl.Type {
+		case Int:
+			err = l.parseInt(i, c, f)
+		case Float:
+			err = l.parseFloat(i, c, f)
+		case String:
+			err = l.parseString(i, c, f)
 		}
 		if err != nil {
-			return nil, csvError(err)
+			return fieldError(cr, l.field[i], c.decl, f, err)
 		}
-		t.stats.Lines++
-		for i := range t.cols {
-			c := &t.cols[i]
-			f := rec[field[i]]
-			switch c.decl.Type {
-			case Int:
-				v, err := parseIntField(f)
-				if err != nil {
-					return nil, fieldError(cr, field[i], c.decl, f, err)
-				}
-				if i == unit {
-					unitID = uint64(v)
-				}
-				if fv := float64(v); fv < c.decl.Min || fv > c.decl.Max || v > maxIntBound || v < -maxIntBound {
-					v = int64(math.Max(c.decl.Min, math.Min(c.decl.Max, fv)))
-					clamped[i]++
-				}
-				ints[i] = v
-			case Float:
-				v, err := parseFloatField(f)
-				if err != nil {
-					return nil, fieldError(cr, field[i], c.decl, f, err)
-				}
-				if i == unit {
-					unitID = math.Float64bits(v + 0) // −0 and +0 are one unit
-				}
-				v, cl := c.snapFloat(v)
-				if cl {
-					clamped[i]++
-				}
-				floats[i] = v
-			case String:
-				code, ok := dicts[i][f]
-				if !ok {
-					code = uint32(len(c.dict))
-					if code == math.MaxUint32 {
-						return nil, fieldError(cr, field[i], c.decl, f, errors.New("more than 2^32−1 distinct values"))
-					}
-					f = strings.Clone(f) // do not retain the whole line
-					c.dict = append(c.dict, f)
-					dicts[i][f] = code
-				}
-				if i == unit {
-					unitID = uint64(code)
-				}
-				codes[i] = code
-			}
-		}
-		if unit >= 0 {
-			var k int32
-			if byCode { // dense unit ids: dictionary codes
-				for int(unitID) >= len(perCode) {
-					perCode = append(perCode, 0)
-				}
-				k = perCode[unitID]
-				if k < math.MaxInt32 {
-					perCode[unitID] = k + 1
-				}
-			} else {
-				k = perUnit[unitID]
-				if k < math.MaxInt32 {
-					perUnit[unitID] = k + 1
-				}
-			}
-			if !random && int(k) >= maxRows {
-				t.stats.Dropped++
-				continue
-			}
-			if random {
-				unitIDs = append(unitIDs, unitID)
-			}
-		}
-		if t.n == MaxRows {
-			line, _ := cr.FieldPos(0)
-			return nil, &CSVError{Line: line, Msg: fmt.Sprintf("more than %d rows", MaxRows)}
-		}
-		for i := range t.cols {
-			c := &t.cols[i]
-			switch c.decl.Type {
-			case Int:
-				c.ints = append(c.ints, ints[i])
-			case Float:
-				c.floats = append(c.floats, floats[i])
-			case String:
-				c.codes = append(c.codes, codes[i])
-			}
-		}
-		t.n++
 	}
-	if random {
-		if byCode {
-			perUnit = map[uint64]int32{}
-			for code, k := range perCode {
-				if int(k) > maxRows {
-					perUnit[uint64(code)] = k
+	return nil
+}
+
+func (l *loader) parseInt(i int, c *column, f string) error {
+	v, err := parseIntField(f)
+	if err != nil {
+		return err
+	}
+	if i == l.unit {
+		l.unitID = uint64(v)
+	}
+	if fv := float64(v); fv < c.decl.Min || fv > c.decl.Max || v > maxIntBound || v < -maxIntBound {
+		v = int64(math.Max(c.decl.Min, math.Min(c.decl.Max, fv)))
+		l.clamped[i]++
+	}
+	l.ints[i] = v
+	return nil
+}
+
+func (l *loader) parseFloat(i int, c *column, f string) error {
+	v, err := parseFloatField(f)
+	if err != nil {
+		return err
+	}
+	if i == l.unit {
+		l.unitID = math.Float64bits(v + 0) // −0 and +0 are one unit
+	}
+	v, cl := c.snapFloat(v)
+	if cl {
+		l.clamped[i]++
+	}
+	l.floats[i] = v
+	return nil
+}
+
+func (l *loader) parseString(i int, c *column, f string) error {
+	code, ok := l.dicts[i][f]
+	if !ok {
+		code = uint32(len(c.dict))
+		if code == math.MaxUint32 {
+			return errors.New("more than 2^32−1 distinct values")
+		}
+		f = strings.Clone(f) // do not retain the whole line
+		c.dict = append(c.dict, f)
+		l.dicts[i][f] = code
+	}
+	if i == l.unit {
+		l.unitID = uint64(code)
+	}
+	l.codes[i] = code
+	return nil
+}
+
+// admit counts the current row for its unit and reports whether it is kept: always
+// without a privacy unit or with random selection (which decides in finish), else while
+// the unit has fewer than maxRows rows.
+func (l *loader) admit() bool {
+	if l.unit < 0 {
+		return true
+	}
+	var k int32
+	if l.byCode { // dense unit ids: dictionary codes
+		for int(l.unitID) >= len(l.perCode) {
+			l.perCode = append(l.perCode, 0)
+		}
+		k = l.perCode[l.unitID]
+		if k < math.MaxInt32 {
+			l.perCode[l.unitID] = k + 1
+		}
+	} else {
+		k = l.perUnit[l.unitID]
+		if k < math.MaxInt32 {
+			l.perUnit[l.unitID] = k + 1
+		}
+	}
+	if l.random {
+		l.unitIDs = append(l.unitIDs, l.unitID)
+		return true
+	}
+	return int(k) < l.maxRows
+}
+
+// appendRow appends the current row to the columns.
+func (l *loader) appendRow() {
+	t := l.t
+	for i := range t.cols {
+		c := &t.cols[i]
+		switch c.decl.Type {
+		case Int:
+			c.ints = append(c.ints, l.ints[i])
+		case Float:
+			c.floats = append(c.floats, l.floats[i])
+		case String:
+			c.codes = append(c.codes, l.codes[i])
+		}
+	}
+	t.n++
+}
+
+// finish applies the random selection of over-contributing units' rows, resolves the
+// domains and records the statistics.
+func (l *loader) finish() {
+	t := l.t
+	if l.random {
+		if l.byCode {
+			l.perUnit = map[uint64]int32{}
+			for code, k := range l.perCode {
+				if int(k) > l.maxRows {
+					l.perUnit[uint64(code)] = k
 				}
 			}
 		}
-		t.selectRandom(unitIDs, perUnit, maxRows, opt.Source)
+		t.selectRandom(l.unitIDs, l.perUnit, l.maxRows, l.src)
 	}
 	for i := range t.cols {
 		t.cols[i].finishDomain()
-		if clamped[i] > 0 {
-			t.stats.Clamped[t.cols[i].decl.Name] = clamped[i]
+		if l.clamped[i] > 0 {
+			t.stats.Clamped[t.cols[i].decl.Name] = l.clamped[i]
 		}
 	}
 	t.stats.Rows = t.n
-	return t, nil
 }
 
 // selectRandom keeps, for every unit with more than maxRows rows, a uniformly random

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/sensitivity"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -206,4 +207,76 @@ func TestUnitKeyIsRawValue(t *testing.T) {
 	if got := tab.cols[1].ints; len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 4 {
 		t.Errorf("kept %v, want [1 3 4]", got)
 	}
+}
+
+// FuzzLoadCSV: any input either loads or fails with a *CSVError naming a line ≥ 1; a
+// loaded table keeps every numeric value inside its bounds (floats on their grid), at
+// most MaxRows rows per unit (first-rows and random selection alike), and its statistics
+// add up (rows kept + rows dropped = lines; COUNT(*) = rows).
+func FuzzLoadCSV(f *testing.F) {
+	for _, seed := range []string{
+		"u,g,x,y\n1,a,5,0.5\n1,b,7,-3\n2,a,100,2.5\n1,a,1,1\n",
+		"u,g,x,y\n\"1\",\"a,b\",-9,1e999\n3,c,x,0\n",
+		"\ufeffU,G,X,Y,extra\n1,a,1,1,z\n",
+		"u,g,x\n1,a,1\n",
+		"u,g,x,y\n1,a,1,NaN\n",
+		"u,g,x,y\n1,a,9223372036854775808,0\n",
+		"",
+		"u,g,x,y\n\"unterminated,a,1,1\n",
+		"u,u,g,x,y\n1,1,a,1,1\n",
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	s := Schema{
+		Columns: []Column{
+			{Name: "u", Type: Int, Min: -1000, Max: 1000},
+			{Name: "g", Type: String, Domain: []string{"a", "b"}},
+			{Name: "x", Type: Int, Min: -10, Max: 10},
+			{Name: "y", Type: Float, Min: -2, Max: 2},
+		},
+		Unit: &PrivacyUnit{Column: "u", MaxRows: 2},
+	}
+	f.Fuzz(func(t *testing.T, text string, random bool) {
+		var opt LoadOptions
+		if random {
+			opt.Source = noise.Seeded(uint64(len(text)))
+		}
+		tab, err := LoadCSV(strings.NewReader(text), s, opt)
+		if err != nil {
+			var ce *CSVError
+			if !errors.As(err, &ce) || ce.Line < 1 {
+				t.Fatalf("error %v: want a *CSVError with a line", err)
+			}
+			return
+		}
+		st := tab.Stats()
+		if st.Rows != tab.Rows() || st.Rows+st.Dropped != st.Lines {
+			t.Fatalf("stats %+v with %d rows", st, tab.Rows())
+		}
+		perUnit := map[int64]int{}
+		for i := range tab.Rows() {
+			perUnit[tab.cols[0].ints[i]]++
+			if x := tab.cols[2].ints[i]; x < -10 || x > 10 {
+				t.Fatalf("x = %d outside [-10, 10]", x)
+			}
+			if y := tab.cols[3].floats[i]; y < -2 || y > 2 || y/tab.cols[3].grid != math.Trunc(y/tab.cols[3].grid) {
+				t.Fatalf("y = %v outside [-2, 2] or off its grid", y)
+			}
+		}
+		for u, n := range perUnit {
+			// Units are identified by their raw value before clamping; clamped ids may merge
+			// only for |u| > 1000, and the raw ids are what MaxRows bounds.
+			if n > 2 && u > -1000 && u < 1000 {
+				t.Fatalf("unit %d keeps %d rows > MaxRows = 2", u, n)
+			}
+		}
+		p, err := Prepare(tab, "t", "SELECT COUNT(*) FROM t", sensitivity.AddRemove)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := p.Evaluate().Value; v != float64(tab.Rows()) {
+			t.Fatalf("COUNT(*) = %v, rows %d", v, tab.Rows())
+		}
+	})
 }

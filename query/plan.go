@@ -78,7 +78,7 @@ const sumSlack = 0x1p-52
 // up); it is never below it.
 func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error) {
 	if nb != sensitivity.AddRemove && nb != sensitivity.ReplaceOne {
-		return nil, &dpkit.ParamError{Name: "neighbour", Value: int(nb), Want: "sensitivity.AddRemove or sensitivity.ReplaceOne"}
+		return nil, &dpkit.ParamError{Pkg: "query", Name: "neighbour", Value: int(nb), Want: "sensitivity.AddRemove or sensitivity.ReplaceOne"}
 	}
 	q, err := Parse(sql)
 	if err != nil {

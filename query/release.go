@@ -172,10 +172,10 @@ func (p *Plan) releaseAvg(a *Answer, gs []groupStats, ms []mechanism.Mechanism, 
 // mechanism.Laplace for (centred) sums, mechanism.Quantile for quantiles, each at its
 // share of ε. b must have a finite ε > 0.
 func (p *Plan) Mechanisms(b dpkit.Budget) ([]mechanism.Mechanism, error) {
-	if err := b.Validate(); err != nil {
+	if err := dpkit.InPackage("query", b.Validate()); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckPositive("epsilon", b.Epsilon); err != nil {
+	if err := dpkit.InPackage("query", dpkit.CheckPositive("epsilon", b.Epsilon)); err != nil {
 		return nil, err
 	}
 	ms := make([]mechanism.Mechanism, len(p.Components))
@@ -215,7 +215,7 @@ func describe(ms []mechanism.Mechanism) mechanism.Descriptor {
 func countMechanism(sens, eps float64) (*mechanism.Geometric, error) {
 	m, err := mechanism.NewGeometric(mechanism.GeometricOptions{Epsilon: eps, Sensitivity: int64(sens)})
 	if err != nil {
-		return nil, &dpkit.ParamError{Name: "epsilon", Value: eps,
+		return nil, &dpkit.ParamError{Pkg: "query", Name: "epsilon", Value: eps,
 			Want: fmt.Sprintf("ε/Δ in [%g, %g] for Δ = %g", noise.MinRate, noise.MaxRate, sens)}
 	}
 	return m, nil
@@ -253,7 +253,7 @@ func (p *Plan) sumMechanism(sens, eps float64) (*mechanism.Laplace, error) {
 		}
 		d = math.Nextafter(sens+float64(changed)*g, math.Inf(1))
 	}
-	return nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "a value for which the grid of the sum's noise settles"}
+	return nil, &dpkit.ParamError{Pkg: "query", Name: "epsilon", Value: eps, Want: "a value for which the grid of the sum's noise settles"}
 }
 
 // quantileMechanism returns the exact quantile mechanism over the aggregated column's

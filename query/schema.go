@@ -41,7 +41,7 @@ func ParseType(s string) (Type, error) {
 	case "string", "text":
 		return String, nil
 	}
-	return 0, &dpkit.ParamError{Name: "type", Value: s, Want: `"int", "float" or "string"`}
+	return 0, &dpkit.ParamError{Pkg: "query", Name: "type", Value: s, Want: `"int", "float" or "string"`}
 }
 
 // maxIntBound is the largest magnitude of an Int column's bounds: 2^53, so that every
@@ -107,17 +107,17 @@ func (s *Schema) column(name string) int {
 // field, e.g. columns[salary].min, and its valid range.
 func (s *Schema) Validate() error {
 	if len(s.Columns) == 0 {
-		return &dpkit.ParamError{Name: "columns", Value: 0, Want: "at least one column"}
+		return &dpkit.ParamError{Pkg: "query", Name: "columns", Value: 0, Want: "at least one column"}
 	}
 	for i := range s.Columns {
 		c := &s.Columns[i]
 		field := func(f string) string { return fmt.Sprintf("columns[%s].%s", c.Name, f) }
 		if !validIdent(c.Name) {
-			return &dpkit.ParamError{Name: fmt.Sprintf("columns[%d].name", i), Value: c.Name,
+			return &dpkit.ParamError{Pkg: "query", Name: fmt.Sprintf("columns[%d].name", i), Value: c.Name,
 				Want: "a name of letters, digits and _, not starting with a digit, and not a keyword"}
 		}
 		if j := s.column(c.Name); j != i {
-			return &dpkit.ParamError{Name: fmt.Sprintf("columns[%d].name", i), Value: c.Name,
+			return &dpkit.ParamError{Pkg: "query", Name: fmt.Sprintf("columns[%d].name", i), Value: c.Name,
 				Want: "a name no other column has (names are case-insensitive)"}
 		}
 		switch c.Type {
@@ -127,59 +127,59 @@ func (s *Schema) Validate() error {
 				v    float64
 			}{{"min", c.Min}, {"max", c.Max}} {
 				if math.IsNaN(b.v) || math.IsInf(b.v, 0) {
-					return &dpkit.ParamError{Name: field(b.name), Value: b.v, Want: "a finite number"}
+					return &dpkit.ParamError{Pkg: "query", Name: field(b.name), Value: b.v, Want: "a finite number"}
 				}
 				if c.Type == Int && (b.v != math.Trunc(b.v) || math.Abs(b.v) > maxIntBound) {
-					return &dpkit.ParamError{Name: field(b.name), Value: b.v, Want: "an integer in [-2^53, 2^53]"}
+					return &dpkit.ParamError{Pkg: "query", Name: field(b.name), Value: b.v, Want: "an integer in [-2^53, 2^53]"}
 				}
 			}
 			if c.Min >= c.Max {
-				return &dpkit.ParamError{Name: field("max"), Value: c.Max, Want: fmt.Sprintf("> min = %v", c.Min)}
+				return &dpkit.ParamError{Pkg: "query", Name: field("max"), Value: c.Max, Want: fmt.Sprintf("> min = %v", c.Min)}
 			}
 			if c.Type == Float {
 				if b := math.Max(math.Abs(c.Min), math.Abs(c.Max)); b < 0x1p-900 {
-					return &dpkit.ParamError{Name: field("max"), Value: c.Max, Want: "max(|min|, |max|) ≥ 2^-900"}
+					return &dpkit.ParamError{Pkg: "query", Name: field("max"), Value: c.Max, Want: "max(|min|, |max|) ≥ 2^-900"}
 				}
 				if g, mlo, mhi := floatGrid(c.Min, c.Max); mlo > mhi {
-					return &dpkit.ParamError{Name: field("max"), Value: c.Max,
+					return &dpkit.ParamError{Pkg: "query", Name: field("max"), Value: c.Max,
 						Want: fmt.Sprintf("bounds containing a multiple of %g (2^-40 of max(|min|, |max|))", g)}
 				}
 				if c.Domain != nil {
-					return &dpkit.ParamError{Name: field("domain"), Value: c.Domain,
+					return &dpkit.ParamError{Pkg: "query", Name: field("domain"), Value: c.Domain,
 						Want: "no domain on a float column (declare the column int or string to group by it)"}
 				}
 			}
 		case String:
 			if c.Min != 0 || c.Max != 0 {
-				return &dpkit.ParamError{Name: field("min"), Value: c.Min, Want: "no bounds on a string column"}
+				return &dpkit.ParamError{Pkg: "query", Name: field("min"), Value: c.Min, Want: "no bounds on a string column"}
 			}
 		default:
-			return &dpkit.ParamError{Name: field("type"), Value: c.Type.String(), Want: `"int", "float" or "string"`}
+			return &dpkit.ParamError{Pkg: "query", Name: field("type"), Value: c.Type.String(), Want: `"int", "float" or "string"`}
 		}
 		seen := make(map[string]bool, len(c.Domain))
 		for k, v := range c.Domain {
 			name := fmt.Sprintf("columns[%s].domain[%d]", c.Name, k)
 			key, err := canonical(c, v)
 			if err != nil {
-				return &dpkit.ParamError{Name: name, Value: v, Want: "a value of type " + c.Type.String()}
+				return &dpkit.ParamError{Pkg: "query", Name: name, Value: v, Want: "a value of type " + c.Type.String()}
 			}
 			if c.Type != String {
 				x, _ := strconv.ParseFloat(key, 64)
 				if x < c.Min || x > c.Max {
-					return &dpkit.ParamError{Name: name, Value: v, Want: fmt.Sprintf("in [%v, %v]", c.Min, c.Max)}
+					return &dpkit.ParamError{Pkg: "query", Name: name, Value: v, Want: fmt.Sprintf("in [%v, %v]", c.Min, c.Max)}
 				}
 			}
 			if seen[key] {
-				return &dpkit.ParamError{Name: name, Value: v, Want: "a value not already in the domain"}
+				return &dpkit.ParamError{Pkg: "query", Name: name, Value: v, Want: "a value not already in the domain"}
 			}
 			seen[key] = true
 		}
 	}
 	if u := s.Unit; u != nil {
 		if s.column(u.Column) < 0 {
-			return &dpkit.ParamError{Name: "privacy_unit.column", Value: u.Column, Want: "a declared column"}
+			return &dpkit.ParamError{Pkg: "query", Name: "privacy_unit.column", Value: u.Column, Want: "a declared column"}
 		}
-		if err := dpkit.CheckCount("privacy_unit.max_rows", int64(u.MaxRows), maxMaxRows); err != nil {
+		if err := dpkit.InPackage("query", dpkit.CheckCount("privacy_unit.max_rows", int64(u.MaxRows), maxMaxRows)); err != nil {
 			return err
 		}
 	}

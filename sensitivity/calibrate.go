@@ -22,15 +22,15 @@ func down(x float64) float64 { return math.Nextafter(x, 0) }
 // Both are rounded down (by at most two ulps), which only adds noise. ε must be finite
 // and > 0, γ finite and > 1.
 func HeavyTailCalibration(eps, gamma float64) (alpha, beta float64, err error) {
-	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
+	if err := dpkit.InPackage("sensitivity", dpkit.CheckPositive("epsilon", eps)); err != nil {
 		return 0, 0, err
 	}
 	if math.IsNaN(gamma) || math.IsInf(gamma, 0) || gamma <= 1 {
-		return 0, 0, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "a finite number > 1"}
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "gamma", Value: gamma, Want: "a finite number > 1"}
 	}
 	a := down(eps / down(2*(gamma+1)))
 	if a == 0 || math.IsNaN(a) {
-		return 0, 0, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "large enough that ε/(2(γ+1)) > 0 in float64"}
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "epsilon", Value: eps, Want: "large enough that ε/(2(γ+1)) > 0 in float64"}
 	}
 	return a, a, nil
 }
@@ -48,18 +48,18 @@ func HeavyTailCalibration(eps, gamma float64) (alpha, beta float64, err error) {
 // α is exact; β is rounded down by a few ulps, which only adds noise. ε must be finite
 // and > 0.
 func LaplaceCalibration(eps, delta float64) (alpha, beta float64, err error) {
-	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
+	if err := dpkit.InPackage("sensitivity", dpkit.CheckPositive("epsilon", eps)); err != nil {
 		return 0, 0, err
 	}
 	if math.IsNaN(delta) || delta <= 0 || delta >= 1 {
-		return 0, 0, &dpkit.ParamError{Name: "delta", Value: delta, Want: "in (0, 1)"}
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "delta", Value: delta, Want: "in (0, 1)"}
 	}
 	// ln(2/δ) = ln 2 − ln δ; both logarithms are within an ulp, the sum adds one more:
 	// multiplying by 1 + 2^−50 makes the denominator an upper bound.
 	l := (math.Ln2 - math.Log(delta)) * (1 + 0x1p-50)
 	b := down(eps / (2 * l))
 	if b == 0 {
-		return 0, 0, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "large enough that β > 0 in float64"}
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "epsilon", Value: eps, Want: "large enough that β > 0 in float64"}
 	}
 	return eps / 2, b, nil
 }

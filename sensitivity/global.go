@@ -35,24 +35,24 @@ const MaxRows = 1 << 53
 
 func checkNeighbour(nb Neighbour) error {
 	if nb != AddRemove && nb != ReplaceOne {
-		return &dpkit.ParamError{Name: "neighbour", Value: int(nb), Want: "AddRemove or ReplaceOne"}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "neighbour", Value: int(nb), Want: "AddRemove or ReplaceOne"}
 	}
 	return nil
 }
 
 func checkRows(name string, m int) error {
 	if m < 1 || int64(m) > MaxRows {
-		return &dpkit.ParamError{Name: name, Value: m, Want: fmt.Sprintf("an integer in [1, %d]", int64(MaxRows))}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: name, Value: m, Want: fmt.Sprintf("an integer in [1, %d]", int64(MaxRows))}
 	}
 	return nil
 }
 
 func checkBounds(lo, hi float64) error {
 	if math.IsNaN(lo) || math.IsInf(lo, 0) {
-		return &dpkit.ParamError{Name: "lo", Value: lo, Want: "a finite number"}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "lo", Value: lo, Want: "a finite number"}
 	}
 	if math.IsNaN(hi) || math.IsInf(hi, 0) || hi <= lo {
-		return &dpkit.ParamError{Name: "hi", Value: hi, Want: fmt.Sprintf("a finite number > lo = %g", lo)}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "hi", Value: hi, Want: fmt.Sprintf("a finite number > lo = %g", lo)}
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func exactInt(m int) *big.Float {
 // finite turns an overflowed sensitivity into a *dpkit.ParamError on the named input.
 func finite(s float64, name string, value any) (float64, error) {
 	if math.IsInf(s, 0) || math.IsNaN(s) {
-		return 0, &dpkit.ParamError{Name: name, Value: value, Want: "bounds whose sensitivity is finite in float64"}
+		return 0, &dpkit.ParamError{Pkg: "sensitivity", Name: name, Value: value, Want: "bounds whose sensitivity is finite in float64"}
 	}
 	return s, nil
 }

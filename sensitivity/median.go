@@ -18,12 +18,12 @@ func medianInput(xs []float64, lower, upper float64) ([]float64, error) {
 		return nil, err
 	}
 	if len(xs) == 0 {
-		return nil, &dpkit.ParamError{Name: "values", Value: "[]", Want: "at least one value"}
+		return nil, &dpkit.ParamError{Pkg: "sensitivity", Name: "values", Value: "[]", Want: "at least one value"}
 	}
 	s := make([]float64, len(xs))
 	for i, x := range xs {
 		if math.IsNaN(x) {
-			return nil, &dpkit.ParamError{Name: fmt.Sprintf("values[%d]", i), Value: x, Want: "a number (±Inf is clamped)"}
+			return nil, &dpkit.ParamError{Pkg: "sensitivity", Name: fmt.Sprintf("values[%d]", i), Value: x, Want: "a number (±Inf is clamped)"}
 		}
 		s[i] = min(max(x, lower), upper)
 	}
@@ -33,13 +33,13 @@ func medianInput(xs []float64, lower, upper float64) ([]float64, error) {
 
 func checkInterval(lower, upper float64) error {
 	if math.IsNaN(lower) || math.IsInf(lower, 0) {
-		return &dpkit.ParamError{Name: "lower", Value: lower, Want: "a finite number"}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "lower", Value: lower, Want: "a finite number"}
 	}
 	if math.IsNaN(upper) || math.IsInf(upper, 0) || upper <= lower {
-		return &dpkit.ParamError{Name: "upper", Value: upper, Want: fmt.Sprintf("a finite number > lower = %g", lower)}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "upper", Value: upper, Want: fmt.Sprintf("a finite number > lower = %g", lower)}
 	}
 	if math.IsInf(upper-lower, 0) {
-		return &dpkit.ParamError{Name: "upper", Value: upper, Want: "upper − lower finite in float64"}
+		return &dpkit.ParamError{Pkg: "sensitivity", Name: "upper", Value: upper, Want: "upper − lower finite in float64"}
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ const smoothSlack = 0x1p-40
 //
 // β must be finite and > 0.
 func SmoothMedian(xs []float64, lower, upper, beta float64) (float64, error) {
-	if err := dpkit.CheckPositive("beta", beta); err != nil {
+	if err := dpkit.InPackage("sensitivity", dpkit.CheckPositive("beta", beta)); err != nil {
 		return 0, err
 	}
 	s, err := medianInput(xs, lower, upper)

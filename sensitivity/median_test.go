@@ -2,6 +2,7 @@ package sensitivity
 
 import (
 	"errors"
+	"gonum.org/v1/gonum/floats/scalar"
 	"math"
 	"slices"
 	"testing"
@@ -111,7 +112,7 @@ func TestSmoothMedianFastMatchesNaive(t *testing.T) {
 			t.Fatal(err)
 		}
 		naive, _ := smoothMedianNaive(xs, lower, upper, beta)
-		if math.Abs(fast-naive) > 1e-13*naive {
+		if !scalar.EqualWithinRel(fast, naive, 1e-13) {
 			t.Fatalf("fast %.17g, naive %.17g", fast, naive)
 		}
 		// Properties: LS ≤ S* ≤ upper − lower (up to the slack); β-smoothness
