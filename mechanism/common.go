@@ -83,6 +83,35 @@ func gridRelease(x float64, k int, z int64) float64 {
 	return clampFloat(f)
 }
 
+// gridReleaseInt returns ⌊(⌊x/g + ½⌋ + z)·g + ½⌋ for an integer x and g = 2^k: the
+// grid release of x rounded to the nearest integer (post-processing), in exact integer
+// arithmetic, saturated at the int64 range.
+func gridReleaseInt(x int64, k int, z int64) int64 {
+	n := big.NewInt(x)
+	if k >= 0 {
+		// ⌊x/g + ½⌋ = ⌊(x + g/2)/g⌋ (g/2 = 0 for g = 1), then n·g is an integer.
+		if k > 0 {
+			n.Add(n, new(big.Int).Lsh(big.NewInt(1), uint(k-1)))
+		}
+		n.Rsh(n, uint(k)) // floor
+		n.Add(n, big.NewInt(z))
+		n.Lsh(n, uint(k))
+	} else {
+		// x/g is an integer: n = x·2^(−k) + z, then ⌊n·g + ½⌋ = ⌊(n + 2^(−k−1))/2^(−k)⌋.
+		n.Lsh(n, uint(-k))
+		n.Add(n, big.NewInt(z))
+		n.Add(n, new(big.Int).Lsh(big.NewInt(1), uint(-k-1)))
+		n.Rsh(n, uint(-k)) // floor
+	}
+	switch {
+	case !n.IsInt64() && n.Sign() > 0:
+		return math.MaxInt64
+	case !n.IsInt64():
+		return math.MinInt64
+	}
+	return n.Int64()
+}
+
 func clampFloat(f float64) float64 { return math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, f)) }
 
 // release adds m's noise to one finite value, for a mechanism of dimension dim = 1.

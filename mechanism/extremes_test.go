@@ -230,3 +230,40 @@ func TestSnapExact(t *testing.T) {
 		t.Error("the old formula is right here: the regression input does not reproduce")
 	}
 }
+
+// TestGridReleaseInt: gridReleaseInt is gridRelease rounded to the nearest integer
+// (halves up), checked against big.Float for grids finer and coarser than 1 and at the
+// int64 range's ends (saturated).
+func TestGridReleaseInt(t *testing.T) {
+	for _, c := range []struct {
+		x    int64
+		k    int
+		z    int64
+		want int64
+	}{
+		{5, -30, 0, 5}, {5, -30, 1 << 29, 6}, {5, -30, (1 << 29) - 1, 5}, {5, -30, -(1 << 29), 5}, {5, -30, -(1 << 29) - 1, 4},
+		{-7, -2, 3, -6}, {7, 0, -3, 4}, {7, 2, 1, 12}, {6, 2, 0, 8}, {5, 2, 0, 4}, {-6, 2, 0, -4},
+		{math.MaxInt64, -10, 1 << 40, math.MaxInt64}, {math.MinInt64, -10, -(1 << 40), math.MinInt64},
+		{1 << 40, -30, 12345, 1<<40 + 0}, {3, 3, 2, 16},
+	} {
+		if got := gridReleaseInt(c.x, c.k, c.z); got != c.want {
+			t.Errorf("gridReleaseInt(%d, %d, %d) = %d, want %d", c.x, c.k, c.z, got, c.want)
+		}
+	}
+	m, _ := NewGaussian(GaussianOptions{Epsilon: 1, Delta: 1e-6, Sensitivity: 1})
+	src := noise.Seeded(4)
+	sum, sum2 := 0.0, 0.0
+	const n = 20000
+	for range n {
+		v, err := m.ReleaseInt(100, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += float64(v - 100)
+		sum2 += float64(v-100) * float64(v-100)
+	}
+	// Mean 0 and variance ≤ σ² + 1/4: 6 standard errors (false rejection < 1e-8).
+	if sd := math.Sqrt(m.Variance() + 0.25); math.Abs(sum/n) > 6*sd/math.Sqrt(n) || sum2/n > (m.Variance()+0.25)*1.1 {
+		t.Errorf("ReleaseInt noise: mean %v, second moment %v (σ² = %v)", sum/n, sum2/n, m.Variance())
+	}
+}

@@ -346,3 +346,30 @@ func ClassicGaussianSigma(eps, delta, sens float64) (float64, error) {
 
 func (m *Gaussian) gridExp() int                  { return math.Ilogb(m.s.Granularity()) }
 func (m *Gaussian) sample(src noise.Source) int64 { return m.dg.Sample(src) }
+
+// ReleaseInt returns the release of an integer value rounded to the nearest integer
+// (halves up): the discrete Gaussian release of an integer query (a count). The
+// rounding is post-processing of Release's grid output, so Guarantee and PLD are
+// unchanged; the noise added to the integer is the grid noise rounded, of variance at
+// most Sigma()² + 1/4. It is computed exactly for every int64 (saturating at the int64
+// range) and is for Dimension 1.
+func (m *Gaussian) ReleaseInt(value int64, src noise.Source) (int64, error) {
+	if m.dim != 1 {
+		return 0, perr("value", value, "a vector of dimension coordinates (use ReleaseIntVector)")
+	}
+	return gridReleaseInt(value, m.gridExp(), m.sample(sourceOr(src))), nil
+}
+
+// ReleaseIntVector is ReleaseInt for each of Dimension integer values.
+func (m *Gaussian) ReleaseIntVector(values []int64, src noise.Source) ([]int64, error) {
+	if len(values) != m.dim {
+		return nil, perr("values", len(values), "dimension coordinates")
+	}
+	src = sourceOr(src)
+	k := m.gridExp()
+	out := make([]int64, len(values))
+	for i, v := range values {
+		out[i] = gridReleaseInt(v, k, m.sample(src))
+	}
+	return out, nil
+}
