@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
+	"github.com/dpkit/dpkit/internal/numeric"
 )
 
 // Rule names how the guarantees of matched pairs of membership vectors are combined into
@@ -237,21 +238,15 @@ func mixtureEpsilon(ms [][]compose.Mech, ws []float64, delta float64, opts *comp
 	} else if d > delta {
 		return 0, &dpkit.InfeasibleError{Msg: fmt.Sprintf("total delta %g is below the weighted floor %g of the coupled pairs", delta, d)}
 	}
-	lo := 0.0
-	for range 200 {
-		if hi-lo <= 1e-13*hi {
-			break
-		}
-		mid := lo + (hi-lo)/2
-		d, err := f(mid)
-		if err != nil {
-			return 0, err
-		}
-		if d <= delta {
-			hi = mid
-		} else {
-			lo = mid
-		}
+	// f(0) > δ ≥ f(hi): bisect "δ(ε) is still above the target", returning the side
+	// that met it.
+	above := func(e float64) (bool, error) {
+		d, err := f(e)
+		return d > delta, err
+	}
+	_, hi, err := numeric.Bisect(0, hi, above, numeric.Stop{RelTol: 1e-13, MaxIter: 200})
+	if err != nil {
+		return 0, err
 	}
 	return hi, nil
 }

@@ -175,7 +175,8 @@ func TotalVariation(m0, m1 []float64) (float64, error) {
 // the best exponent of the Bayesian error probability when testing m0 against m1 from
 // n i.i.d. samples (Cover–Thomas Thm 11.9.1), the symmetric counterpart of the
 // Chernoff–Stein exponent D(m0‖m1) used in thesis §3.4. The function of λ is convex;
-// the minimum is found by golden-section search to an absolute error below 1e-12 in λ.
+// the minimum is found by golden-section search (numeric.GoldenSection, which also
+// evaluates λ = 0 and 1) to an absolute error below 1e-12 in λ.
 func ChernoffInformation(m0, m1 []float64) (float64, error) {
 	if err := checkPair(m0, m1); err != nil {
 		return 0, err
@@ -192,22 +193,7 @@ func ChernoffInformation(m0, m1 []float64) (float64, error) {
 		}
 		return math.Log(s.Value())
 	}
-	const phi = 0.6180339887498949
-	a, b := 0.0, 1.0
-	c, d := b-phi*(b-a), a+phi*(b-a)
-	gc, gd := g(c), g(d)
-	for b-a > 1e-12 {
-		if gc < gd {
-			b, d, gd = d, c, gc
-			c = b - phi*(b-a)
-			gc = g(c)
-		} else {
-			a, c, gc = c, d, gd
-			d = a + phi*(b-a)
-			gd = g(d)
-		}
-	}
-	best := min(g(0), g(1), gc, gd, g((a+b)/2))
+	_, best := numeric.GoldenSection(g, 0, 1, 1e-12, 0)
 	return max(0, -best), nil
 }
 

@@ -39,132 +39,184 @@ const (
 // it visits, clamped to [0, 1], is a rule, and non-negative duals normalized are a
 // prior), so the work cap only widens the gap.
 func generate(g game, cert *certificate, initCols int) {
-	nx, nt, ny := g.size()
-	q := bayesRule(g, cert.pi)
-	acc := make([]float64, nx)
-	sc := make([]float64, nt*ny)
-	pi := make([]float64, nx)
-	tab := tableau{budget: genWork}
-	tab.addColumns([][]float64{{}}, []float64{1}, []float64{math.Inf(1)}, []bool{false}) // z
-	var rowInput []int                                                                   // input of each row, −1 for a transcript row (|Y| > 2)
-	inputRow := make([]bool, nx)                                                         // the input has a row
-	freeCol := make([]int32, nt)                                                         // first column + 1 of a free transcript, 0 when fixed
-	var freeList []int                                                                   // free transcripts in column order
-	var scale []float64                                                                  // column scale of each free transcript
+	gen := newGenerator(g, cert)
+	gen.addInputs(gen.startInputs(cert))
+	gen.addTranscripts(gen.startTranscripts(cert, initCols))
+	rounds := genRounds
+	if gen.nt > genBigPass {
+		rounds = genBigRound
+	}
+	for range rounds {
+		gen.tab.primal()
+		gen.extract()
+		gen.g.accuracy(gen.q, gen.acc)
+		cert.offerRule(gen.q, slices.Min(gen.acc))
+		gen.g.scores(gen.pi, gen.sc)
+		cert.offerPrior(gen.pi, upperFromScores(gen.sc, gen.nt, gen.ny))
+		if cert.upper-cert.lower <= gapTol || gen.tab.work >= gen.tab.budget {
+			return
+		}
+		vx, vt := gen.violated()
+		if len(vx)+len(vt) == 0 {
+			return // the restricted optimum is optimal for the full program
+		}
+		if len(vx) > 0 {
+			gen.addInputs(vx[:min(len(vx), genAddRows)])
+			gen.tab.dualSimplex()
+			gen.extract()
+		}
+		gen.addTranscripts(vt[:min(len(vt), genAddCols)])
+	}
+}
 
-	// Input row x: z − Σ_{t∈F} a(x,t) Q(t, f(x)) ≤ c_x, written with Q(t, 0) eliminated
-	// and the columns scaled; its slack is acc(x) − z at the current point.
-	addInputs := func(xs []int) {
-		z := tab.value(0)
-		rows := make([][]float64, len(xs))
-		vals := make([]float64, len(xs))
-		for k, x := range xs {
-			row := make([]float64, tab.w)
-			row[0] = 1
-			fx := g.answer(x)
-			for j, t := range freeList {
-				a := g.entry(x, t) / scale[j]
-				if a == 0 {
+// generator is the state of generate: the restricted program's tableau and how its rows
+// and columns map to inputs and transcripts, the current rule q, its accuracies, the
+// prior pi read from the duals and its scores.
+type generator struct {
+	g          game
+	nx, nt, ny int
+	q          []float64 // the rule, nt × ny
+	acc        []float64 // accuracy of each input under q
+	sc         []float64 // scores of the transcripts under pi, nt × ny
+	pi         []float64 // the prior from the input rows' duals
+	tab        tableau
+	rowInput   []int     // input of each row, −1 for a transcript row (|Y| > 2)
+	inputRow   []bool    // the input has a row
+	freeCol    []int32   // first column + 1 of a free transcript, 0 when fixed
+	freeList   []int     // free transcripts in column order
+	scale      []float64 // column scale of each free transcript
+}
+
+func newGenerator(g game, cert *certificate) *generator {
+	nx, nt, ny := g.size()
+	gen := &generator{g: g, nx: nx, nt: nt, ny: ny, q: bayesRule(g, cert.pi),
+		acc: make([]float64, nx), sc: make([]float64, nt*ny), pi: make([]float64, nx),
+		tab: tableau{budget: genWork}, inputRow: make([]bool, nx), freeCol: make([]int32, nt)}
+	gen.tab.addColumns([][]float64{{}}, []float64{1}, []float64{math.Inf(1)}, []bool{false}) // z
+	return gen
+}
+
+// addInputs adds the row of each input x: z − Σ_{t∈F} a(x,t) Q(t, f(x)) ≤ c_x, written
+// with Q(t, 0) eliminated and the columns scaled; its slack is acc(x) − z at the current
+// point.
+func (gen *generator) addInputs(xs []int) {
+	z := gen.tab.value(0)
+	rows := make([][]float64, len(xs))
+	vals := make([]float64, len(xs))
+	for k, x := range xs {
+		row := make([]float64, gen.tab.w)
+		row[0] = 1
+		fx := gen.g.answer(x)
+		for j, t := range gen.freeList {
+			a := gen.g.entry(x, t) / gen.scale[j]
+			if a == 0 {
+				continue
+			}
+			c0 := int(gen.freeCol[t]) - 1
+			if fx == 0 {
+				for y := 1; y < gen.ny; y++ {
+					row[c0+y-1] = a
+				}
+			} else {
+				row[c0+fx-1] = -a
+			}
+		}
+		rows[k], vals[k] = row, gen.acc[x]-z
+		gen.inputRow[x] = true
+		gen.rowInput = append(gen.rowInput, x)
+	}
+	gen.tab.addRows(rows, vals)
+}
+
+// addTranscripts frees the transcripts ts: they enter at their fixed (deterministic)
+// decision, so that the current point does not move.
+func (gen *generator) addTranscripts(ts []int) {
+	ny := gen.ny
+	var cols [][]float64
+	var cost, upper []float64
+	var start []bool
+	first := len(gen.scale)
+	for _, t := range ts {
+		s := 0.0
+		for _, x := range gen.rowInput {
+			if x >= 0 {
+				s = max(s, gen.g.entry(x, t))
+			}
+		}
+		if s == 0 {
+			s = 1
+		}
+		gen.freeCol[t] = int32(gen.tab.w + len(cols) + 1)
+		gen.freeList = append(gen.freeList, t)
+		gen.scale = append(gen.scale, s)
+		for y := 1; y < ny; y++ {
+			col := make([]float64, gen.tab.m)
+			for i, x := range gen.rowInput {
+				if x < 0 {
 					continue
 				}
-				c0 := int(freeCol[t]) - 1
-				if fx == 0 {
-					for y := 1; y < ny; y++ {
-						row[c0+y-1] = a
-					}
-				} else {
-					row[c0+fx-1] = -a
+				switch fx := gen.g.answer(x); {
+				case fx == 0:
+					col[i] = gen.g.entry(x, t) / s
+				case fx == y:
+					col[i] = -gen.g.entry(x, t) / s
 				}
 			}
-			rows[k], vals[k] = row, acc[x]-z
-			inputRow[x] = true
-			rowInput = append(rowInput, x)
+			cols = append(cols, col)
+			cost = append(cost, 0)
+			upper = append(upper, s)
+			start = append(start, gen.q[t*ny+y] == 1)
 		}
-		tab.addRows(rows, vals)
 	}
-	// Free transcripts enter at their fixed (deterministic) decision, so that the
-	// current point does not move.
-	addTranscripts := func(ts []int) {
-		var cols [][]float64
-		var cost, upper []float64
-		var start []bool
-		first := len(scale)
-		for _, t := range ts {
-			s := 0.0
-			for _, x := range rowInput {
-				if x >= 0 {
-					s = max(s, g.entry(x, t))
-				}
-			}
-			if s == 0 {
-				s = 1
-			}
-			freeCol[t] = int32(tab.w + len(cols) + 1)
-			freeList = append(freeList, t)
-			scale = append(scale, s)
+	gen.tab.addColumns(cols, cost, upper, start)
+	if ny > 2 { // Σ_{y≥1} Q(t, y) ≤ 1, scaled by s
+		rows := make([][]float64, len(ts))
+		vals := make([]float64, len(ts))
+		for k, t := range ts {
+			row := make([]float64, gen.tab.w)
+			c0 := int(gen.freeCol[t]) - 1
 			for y := 1; y < ny; y++ {
-				col := make([]float64, tab.m)
-				for i, x := range rowInput {
-					if x < 0 {
-						continue
-					}
-					switch fx := g.answer(x); {
-					case fx == 0:
-						col[i] = g.entry(x, t) / s
-					case fx == y:
-						col[i] = -g.entry(x, t) / s
-					}
-				}
-				cols = append(cols, col)
-				cost = append(cost, 0)
-				upper = append(upper, s)
-				start = append(start, q[t*ny+y] == 1)
+				row[c0+y-1] = 1
 			}
+			rows[k] = row
+			vals[k] = gen.scale[first+k] * gen.q[t*ny]
+			gen.rowInput = append(gen.rowInput, -1)
 		}
-		tab.addColumns(cols, cost, upper, start)
-		if ny > 2 { // Σ_{y≥1} Q(t, y) ≤ 1, scaled by s
-			rows := make([][]float64, len(ts))
-			vals := make([]float64, len(ts))
-			for k, t := range ts {
-				row := make([]float64, tab.w)
-				c0 := int(freeCol[t]) - 1
-				for y := 1; y < ny; y++ {
-					row[c0+y-1] = 1
-				}
-				rows[k] = row
-				vals[k] = scale[first+k] * q[t*ny]
-				rowInput = append(rowInput, -1)
-			}
-			tab.addRows(rows, vals)
-		}
+		gen.tab.addRows(rows, vals)
 	}
-	// extract reads the rule (clamped to a distribution) and the duals of the input rows.
-	extract := func() {
-		for j, t := range freeList {
-			c0 := int(freeCol[t]) - 1
-			rest := 1.0
-			for y := 1; y < ny; y++ {
-				v := min(max(tab.value(c0+y-1)/scale[j], 0), rest)
-				q[t*ny+y] = v
-				rest -= v
-			}
-			q[t*ny] = max(0, rest)
-		}
-		clear(pi)
-		for i, x := range rowInput {
-			if x >= 0 {
-				pi[x] = tab.dual(i)
-			}
-		}
-	}
+}
 
-	// Starting sets.
-	g.accuracy(cert.q, acc)
-	order := make([]int, nx)
+// extract reads the rule (clamped to a distribution) and the duals of the input rows.
+func (gen *generator) extract() {
+	ny := gen.ny
+	for j, t := range gen.freeList {
+		c0 := int(gen.freeCol[t]) - 1
+		rest := 1.0
+		for y := 1; y < ny; y++ {
+			v := min(max(gen.tab.value(c0+y-1)/gen.scale[j], 0), rest)
+			gen.q[t*ny+y] = v
+			rest -= v
+		}
+		gen.q[t*ny] = max(0, rest)
+	}
+	clear(gen.pi)
+	for i, x := range gen.rowInput {
+		if x >= 0 {
+			gen.pi[x] = gen.tab.dual(i)
+		}
+	}
+}
+
+// startInputs returns the starting set S: the genInitRows inputs the certificate's rule
+// leaves worst and those its prior weighs (at least 1e-3 of the heaviest), at most
+// genMaxRows (the heaviest kept). It leaves acc at the accuracies of the starting rule.
+func (gen *generator) startInputs(cert *certificate) []int {
+	gen.g.accuracy(cert.q, gen.acc)
+	order := make([]int, gen.nx)
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return acc[order[a]] < acc[order[b]] })
+	sort.SliceStable(order, func(a, b int) bool { return gen.acc[order[a]] < gen.acc[order[b]] })
 	pmax := slices.Max(cert.pi)
 	var start []int
 	for r, x := range order {
@@ -176,26 +228,35 @@ func generate(g game, cert *certificate, initCols int) {
 		sort.SliceStable(start, func(a, b int) bool { return cert.pi[start[a]] > cert.pi[start[b]] })
 		start = start[:genMaxRows]
 	}
-	g.accuracy(q, acc)
-	addInputs(start)
-	g.scores(cert.pi, sc)
-	type cand struct {
-		t int
-		v float64
-	}
-	var near []cand
-	for t := range nt {
-		row := sc[t*ny : (t+1)*ny]
+	gen.g.accuracy(gen.q, gen.acc)
+	return start
+}
+
+// genCand is a transcript with a sort key.
+type genCand struct {
+	t int
+	v float64
+}
+
+// startTranscripts returns the starting set F: the initCols transcripts whose Bayes
+// decision under the certificate's prior is nearest a tie (relative margin at most
+// genInitEta).
+func (gen *generator) startTranscripts(cert *certificate, initCols int) []int {
+	ny := gen.ny
+	gen.g.scores(cert.pi, gen.sc)
+	var near []genCand
+	for t := range gen.nt {
+		row := gen.sc[t*ny : (t+1)*ny]
 		best, second := math.Inf(-1), math.Inf(-1)
 		for y, v := range row {
-			if q[t*ny+y] == 1 {
+			if gen.q[t*ny+y] == 1 {
 				best = v
 			} else {
 				second = max(second, v)
 			}
 		}
 		if best > 0 && best-second <= genInitEta*best {
-			near = append(near, cand{t, (best - second) / best})
+			near = append(near, genCand{t, (best - second) / best})
 		}
 	}
 	sort.SliceStable(near, func(a, b int) bool { return near[a].v < near[b].v })
@@ -203,57 +264,39 @@ func generate(g game, cert *certificate, initCols int) {
 	for _, c := range near[:cap(ts)] {
 		ts = append(ts, c.t)
 	}
-	addTranscripts(ts)
+	return ts
+}
 
-	rounds := genRounds
-	if nt > genBigPass {
-		rounds = genBigRound
+// violated returns the inputs without a row that the rule leaves below the restricted
+// optimum z (most violated first) and the fixed transcripts on which the prior's Bayes
+// decision beats the fixed one (largest reduced cost first).
+func (gen *generator) violated() (vx, vt []int) {
+	ny := gen.ny
+	z := gen.tab.value(0)
+	for x := range gen.nx {
+		if !gen.inputRow[x] && gen.acc[x] < z-1e-13 {
+			vx = append(vx, x)
+		}
 	}
-	for range rounds {
-		tab.primal()
-		extract()
-		g.accuracy(q, acc)
-		cert.offerRule(q, slices.Min(acc))
-		g.scores(pi, sc)
-		cert.offerPrior(pi, upperFromScores(sc, nt, ny))
-		if cert.upper-cert.lower <= gapTol || tab.work >= tab.budget {
-			return
+	sort.SliceStable(vx, func(a, b int) bool { return gen.acc[vx[a]] < gen.acc[vx[b]] })
+	var cands []genCand
+	for t := range gen.nt {
+		if gen.freeCol[t] != 0 {
+			continue
 		}
-		z := tab.value(0)
-		var vx []int
-		for x := range nx {
-			if !inputRow[x] && acc[x] < z-1e-13 {
-				vx = append(vx, x)
-			}
+		row := gen.sc[t*ny : (t+1)*ny]
+		best, cur := slices.Max(row), 0.0
+		for y, v := range row {
+			cur += gen.q[t*ny+y] * v
 		}
-		sort.SliceStable(vx, func(a, b int) bool { return acc[vx[a]] < acc[vx[b]] })
-		var vt []cand
-		for t := range nt {
-			if freeCol[t] != 0 {
-				continue
-			}
-			row := sc[t*ny : (t+1)*ny]
-			best, cur := slices.Max(row), 0.0
-			for y, v := range row {
-				cur += q[t*ny+y] * v
-			}
-			if best-cur > 1e-13*best {
-				vt = append(vt, cand{t, best - cur})
-			}
+		if best-cur > 1e-13*best {
+			cands = append(cands, genCand{t, best - cur})
 		}
-		if len(vx)+len(vt) == 0 {
-			return // the restricted optimum is optimal for the full program
-		}
-		sort.SliceStable(vt, func(a, b int) bool { return vt[a].v > vt[b].v })
-		if len(vx) > 0 {
-			addInputs(vx[:min(len(vx), genAddRows)])
-			tab.dualSimplex()
-			extract()
-		}
-		ts = ts[:0]
-		for _, c := range vt[:min(len(vt), genAddCols)] {
-			ts = append(ts, c.t)
-		}
-		addTranscripts(ts)
 	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].v > cands[b].v })
+	vt = make([]int, len(cands))
+	for i, c := range cands {
+		vt[i] = c.t
+	}
+	return vx, vt
 }

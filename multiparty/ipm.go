@@ -129,8 +129,52 @@ type ipmState struct {
 // It also stops after maxIter iterations or when the steps stall, and returns the
 // last iterate.
 func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipmState {
+	r := newIPMRun(g)
+	for range maxIter {
+		if offer(r.st) {
+			return r.st
+		}
+		mu := r.mu()
+		rtheta, c := r.reduce()
+		ap, ad := r.predictorCorrector(mu, rtheta, c)
+		if ap < 1e-12 && ad < 1e-12 {
+			return r.st
+		}
+		r.move(ap, ad)
+	}
+	offer(r.st)
+	return r.st
+}
+
+// ipmDir is a Newton direction of the interior point method.
+type ipmDir struct {
+	v, w, pi, zg, zh []float64
+	theta            float64
+}
+
+func newIPMDir(nx, nt int) ipmDir {
+	return ipmDir{v: make([]float64, nt), w: make([]float64, nx), pi: make([]float64, nx),
+		zg: make([]float64, nt), zh: make([]float64, nt)}
+}
+
+// ipmRun is one run of interiorPoint: the iterate, the reduced system's diagonals (d1,
+// d2, b), the residuals (rv and the complementarity right sides rpi, rg, rh), the
+// affine-scaling and the combined directions, and scratch space.
+type ipmRun struct {
+	g                     *ipmGame
+	st                    *ipmState
+	d1, d2, b, rv, atpi   []float64
+	rpi, rg, rh           []float64
+	rhs, tmpX, tmpT, prec []float64
+	cg                    *cgSolver
+	aff, dir              ipmDir
+}
+
+// newIPMRun starts at the centred point v = 0, θ = −1 (θ = min offset − 1 with an
+// offset), π uniform, every bound slack and dual 1 (1/nx for the duals).
+func newIPMRun(g *ipmGame) *ipmRun {
 	nx, nt := g.nx, g.nt
-	st := ipmState{
+	st := &ipmState{
 		v: make([]float64, nt), g: make([]float64, nt), h: make([]float64, nt),
 		zg: make([]float64, nt), zh: make([]float64, nt),
 		w: make([]float64, nx), pi: make([]float64, nx), theta: -1,
@@ -148,170 +192,174 @@ func (g *ipmGame) interiorPoint(maxIter int, offer func(st *ipmState) bool) *ipm
 			st.w[x] = g.offset[x] - st.theta
 		}
 	}
-	d1 := make([]float64, nx)
-	d2 := make([]float64, nt)
-	b := make([]float64, nt)
-	rv := make([]float64, nt)
-	atpi := make([]float64, nt)
-	rpi, rg, rh := make([]float64, nx), make([]float64, nt), make([]float64, nt)
-	dv, dw, dpi := make([]float64, nt), make([]float64, nx), make([]float64, nx)
-	dzg, dzh := make([]float64, nt), make([]float64, nt)
-	adv, adw, adpi := make([]float64, nt), make([]float64, nx), make([]float64, nx)
-	adzg, adzh := make([]float64, nt), make([]float64, nt)
-	rhs := make([]float64, nt)
-	tmpX := make([]float64, nx)
-	tmpT := make([]float64, nt)
-	prec := make([]float64, nt)
-	cg := newCGSolver(nt)
-	var dtheta, adtheta float64
+	return &ipmRun{g: g, st: st,
+		d1: make([]float64, nx), d2: make([]float64, nt), b: make([]float64, nt),
+		rv: make([]float64, nt), atpi: make([]float64, nt),
+		rpi: make([]float64, nx), rg: make([]float64, nt), rh: make([]float64, nt),
+		rhs: make([]float64, nt), tmpX: make([]float64, nx), tmpT: make([]float64, nt),
+		prec: make([]float64, nt), cg: newCGSolver(nt),
+		aff: newIPMDir(nx, nt), dir: newIPMDir(nx, nt)}
+}
 
-	// newton solves the Newton system for the right sides rpi, rg, rh (complementarity)
-	// and the current dual residuals, into dv, dtheta, dw, dpi, dzg, dzh.
-	newton := func(dv, dw, dpi, dzg, dzh []float64, dtheta *float64, rtheta, c float64) {
-		// R1 = −(r_v − Aᵀ(r_π/w) + r_h/h − r_g/g), R2 = r_θ − 1ᵀ(r_π/w).
-		for x := range nx {
-			tmpX[x] = rpi[x] / st.w[x]
-		}
-		r2 := rtheta
-		for x := range nx {
-			r2 -= tmpX[x]
-		}
-		g.mulAT(tmpX, tmpT)
-		for j := range nt {
-			rhs[j] = -(rv[j] - tmpT[j] + rh[j]/st.h[j] - rg[j]/st.g[j]) + b[j]*r2/c
-		}
-		if g.direct != nil && g.direct.ok {
-			g.direct.solve(b, rhs, dv)
-		} else {
-			cg.solve(func(x, y []float64) { g.newtonMul(d1, d2, b, c, x, y, tmpX) }, prec, rhs, dv, 1e-10, g.cgMax)
-			g.cgIterations += cg.iterations
-		}
-		bdv := 0.0
-		for j := range nt {
-			bdv += b[j] * dv[j]
-		}
-		*dtheta = (r2 + bdv) / c
-		g.mulA(dv, dw)
-		for x := range nx {
-			dw[x] -= *dtheta
-			dpi[x] = rpi[x]/st.w[x] - d1[x]*dw[x]
-		}
-		for j := range nt {
-			dzg[j] = (rg[j] - st.zg[j]*dv[j]) / st.g[j]
-			dzh[j] = (rh[j] + st.zh[j]*dv[j]) / st.h[j]
+// mu returns the average complementarity product.
+func (r *ipmRun) mu() float64 {
+	st, mu := r.st, 0.0
+	for x := range r.g.nx {
+		mu += st.pi[x] * st.w[x]
+	}
+	for j := range r.g.nt {
+		mu += st.zg[j]*st.g[j] + st.zh[j]*st.h[j]
+	}
+	return mu / float64(r.g.nx+2*r.g.nt)
+}
+
+// reduce computes the residuals and the reduced matrix's parts (d1, d2, b, c), and its
+// factor (direct solves) or diagonal preconditioner (conjugate gradients); it returns
+// r_θ = 1 − Σπ and c.
+func (r *ipmRun) reduce() (rtheta, c float64) {
+	g, st := r.g, r.st
+	rtheta = 1.0
+	for x := range g.nx {
+		rtheta -= st.pi[x]
+		r.d1[x] = st.pi[x] / st.w[x]
+		c += r.d1[x]
+	}
+	g.mulAT(st.pi, r.atpi)
+	for j := range g.nt {
+		r.rv[j] = st.zh[j] - st.zg[j] - r.atpi[j]
+		r.d2[j] = st.zg[j]/st.g[j] + st.zh[j]/st.h[j]
+	}
+	g.mulAT(r.d1, r.b)
+	if g.direct != nil {
+		g.direct.factor(r.d1, r.d2, r.b, c)
+	}
+	if g.direct == nil || !g.direct.ok {
+		g.diagATDA(r.d1, r.prec)
+		for j := range g.nt {
+			r.prec[j] = 1 / max(r.prec[j]+r.d2[j]-r.b[j]*r.b[j]/c, 1e-300)
 		}
 	}
-	// steps returns the largest primal and dual steps in (0, 1] keeping the iterate
-	// positive.
-	steps := func(dv, dw, dpi, dzg, dzh []float64) (ap, ad float64) {
-		ap, ad = 1, 1
-		for x := range nx {
-			if dw[x] < 0 {
-				ap = min(ap, -st.w[x]/dw[x])
-			}
-			if dpi[x] < 0 {
-				ad = min(ad, -st.pi[x]/dpi[x])
-			}
-		}
-		for j := range nt {
-			if dv[j] < 0 {
-				ap = min(ap, -st.g[j]/dv[j])
-			} else if dv[j] > 0 {
-				ap = min(ap, st.h[j]/dv[j])
-			}
-			if dzg[j] < 0 {
-				ad = min(ad, -st.zg[j]/dzg[j])
-			}
-			if dzh[j] < 0 {
-				ad = min(ad, -st.zh[j]/dzh[j])
-			}
-		}
-		return ap, ad
+	return rtheta, c
+}
+
+// predictorCorrector computes the affine-scaling (predictor) direction, the centring
+// parameter σ = (μ_aff/μ)³ and the combined (corrector) direction r.dir, and returns
+// its primal and dual steps, 0.995 of the largest that keep the iterate positive.
+func (r *ipmRun) predictorCorrector(mu, rtheta, c float64) (ap, ad float64) {
+	st, nx, nt := r.st, r.g.nx, r.g.nt
+	for x := range nx {
+		r.rpi[x] = -st.pi[x] * st.w[x]
 	}
-	n := float64(nx + 2*nt)
-	for range maxIter {
-		if offer(&st) {
-			return &st
+	for j := range nt {
+		r.rg[j] = -st.zg[j] * st.g[j]
+		r.rh[j] = -st.zh[j] * st.h[j]
+	}
+	a := &r.aff
+	r.newton(a, rtheta, c)
+	ap, ad = r.steps(a)
+	muAff := 0.0
+	for x := range nx {
+		muAff += (st.pi[x] + ad*a.pi[x]) * (st.w[x] + ap*a.w[x])
+	}
+	for j := range nt {
+		muAff += (st.zg[j]+ad*a.zg[j])*(st.g[j]+ap*a.v[j]) + (st.zh[j]+ad*a.zh[j])*(st.h[j]-ap*a.v[j])
+	}
+	muAff /= float64(nx + 2*nt)
+	sigma := math.Pow(muAff/mu, 3)
+	for x := range nx {
+		r.rpi[x] = sigma*mu - st.pi[x]*st.w[x] - a.pi[x]*a.w[x]
+	}
+	for j := range nt {
+		r.rg[j] = sigma*mu - st.zg[j]*st.g[j] - a.zg[j]*a.v[j]
+		r.rh[j] = sigma*mu - st.zh[j]*st.h[j] + a.zh[j]*a.v[j]
+	}
+	r.newton(&r.dir, rtheta, c)
+	ap, ad = r.steps(&r.dir)
+	return min(1, 0.995*ap), min(1, 0.995*ad)
+}
+
+// newton solves the Newton system for the right sides rpi, rg, rh (complementarity)
+// and the current dual residuals, into d.
+func (r *ipmRun) newton(d *ipmDir, rtheta, c float64) {
+	g, st, nx, nt := r.g, r.st, r.g.nx, r.g.nt
+	// R1 = −(r_v − Aᵀ(r_π/w) + r_h/h − r_g/g), R2 = r_θ − 1ᵀ(r_π/w).
+	for x := range nx {
+		r.tmpX[x] = r.rpi[x] / st.w[x]
+	}
+	r2 := rtheta
+	for x := range nx {
+		r2 -= r.tmpX[x]
+	}
+	g.mulAT(r.tmpX, r.tmpT)
+	for j := range nt {
+		r.rhs[j] = -(r.rv[j] - r.tmpT[j] + r.rh[j]/st.h[j] - r.rg[j]/st.g[j]) + r.b[j]*r2/c
+	}
+	if g.direct != nil && g.direct.ok {
+		g.direct.solve(r.b, r.rhs, d.v)
+	} else {
+		r.cg.solve(func(x, y []float64) { g.newtonMul(r.d1, r.d2, r.b, c, x, y, r.tmpX) }, r.prec, r.rhs, d.v, 1e-10, g.cgMax)
+		g.cgIterations += r.cg.iterations
+	}
+	bdv := 0.0
+	for j := range nt {
+		bdv += r.b[j] * d.v[j]
+	}
+	d.theta = (r2 + bdv) / c
+	g.mulA(d.v, d.w)
+	for x := range nx {
+		d.w[x] -= d.theta
+		d.pi[x] = r.rpi[x]/st.w[x] - r.d1[x]*d.w[x]
+	}
+	for j := range nt {
+		d.zg[j] = (r.rg[j] - st.zg[j]*d.v[j]) / st.g[j]
+		d.zh[j] = (r.rh[j] + st.zh[j]*d.v[j]) / st.h[j]
+	}
+}
+
+// steps returns the largest primal and dual steps in (0, 1] keeping the iterate
+// positive along d.
+func (r *ipmRun) steps(d *ipmDir) (ap, ad float64) {
+	st := r.st
+	ap, ad = 1, 1
+	for x := range r.g.nx {
+		if d.w[x] < 0 {
+			ap = min(ap, -st.w[x]/d.w[x])
 		}
-		mu := 0.0
-		for x := range nx {
-			mu += st.pi[x] * st.w[x]
-		}
-		for j := range nt {
-			mu += st.zg[j]*st.g[j] + st.zh[j]*st.h[j]
-		}
-		mu /= n
-		// Residuals and the reduced matrix.
-		rtheta := 1.0
-		c := 0.0
-		for x := range nx {
-			rtheta -= st.pi[x]
-			d1[x] = st.pi[x] / st.w[x]
-			c += d1[x]
-		}
-		g.mulAT(st.pi, atpi)
-		for j := range nt {
-			rv[j] = st.zh[j] - st.zg[j] - atpi[j]
-			d2[j] = st.zg[j]/st.g[j] + st.zh[j]/st.h[j]
-		}
-		g.mulAT(d1, b)
-		if g.direct != nil {
-			g.direct.factor(d1, d2, b, c)
-		}
-		if g.direct == nil || !g.direct.ok {
-			g.diagATDA(d1, prec)
-			for j := range nt {
-				prec[j] = 1 / max(prec[j]+d2[j]-b[j]*b[j]/c, 1e-300)
-			}
-		}
-		// Predictor (affine scaling).
-		for x := range nx {
-			rpi[x] = -st.pi[x] * st.w[x]
-		}
-		for j := range nt {
-			rg[j] = -st.zg[j] * st.g[j]
-			rh[j] = -st.zh[j] * st.h[j]
-		}
-		newton(adv, adw, adpi, adzg, adzh, &adtheta, rtheta, c)
-		ap, ad := steps(adv, adw, adpi, adzg, adzh)
-		muAff := 0.0
-		for x := range nx {
-			muAff += (st.pi[x] + ad*adpi[x]) * (st.w[x] + ap*adw[x])
-		}
-		for j := range nt {
-			muAff += (st.zg[j]+ad*adzg[j])*(st.g[j]+ap*adv[j]) + (st.zh[j]+ad*adzh[j])*(st.h[j]-ap*adv[j])
-		}
-		muAff /= n
-		sigma := math.Pow(muAff/mu, 3)
-		// Corrector.
-		for x := range nx {
-			rpi[x] = sigma*mu - st.pi[x]*st.w[x] - adpi[x]*adw[x]
-		}
-		for j := range nt {
-			rg[j] = sigma*mu - st.zg[j]*st.g[j] - adzg[j]*adv[j]
-			rh[j] = sigma*mu - st.zh[j]*st.h[j] + adzh[j]*adv[j]
-		}
-		newton(dv, dw, dpi, dzg, dzh, &dtheta, rtheta, c)
-		ap, ad = steps(dv, dw, dpi, dzg, dzh)
-		ap, ad = min(1, 0.995*ap), min(1, 0.995*ad)
-		if ap < 1e-12 && ad < 1e-12 {
-			return &st
-		}
-		for j := range nt {
-			st.v[j] += ap * dv[j]
-			st.g[j] += ap * dv[j]
-			st.h[j] -= ap * dv[j]
-			st.zg[j] += ad * dzg[j]
-			st.zh[j] += ad * dzh[j]
-		}
-		st.theta += ap * dtheta
-		for x := range nx {
-			st.w[x] += ap * dw[x]
-			st.pi[x] += ad * dpi[x]
+		if d.pi[x] < 0 {
+			ad = min(ad, -st.pi[x]/d.pi[x])
 		}
 	}
-	offer(&st)
-	return &st
+	for j := range r.g.nt {
+		if d.v[j] < 0 {
+			ap = min(ap, -st.g[j]/d.v[j])
+		} else if d.v[j] > 0 {
+			ap = min(ap, st.h[j]/d.v[j])
+		}
+		if d.zg[j] < 0 {
+			ad = min(ad, -st.zg[j]/d.zg[j])
+		}
+		if d.zh[j] < 0 {
+			ad = min(ad, -st.zh[j]/d.zh[j])
+		}
+	}
+	return ap, ad
+}
+
+// move takes the primal step ap and the dual step ad along r.dir.
+func (r *ipmRun) move(ap, ad float64) {
+	st, d := r.st, &r.dir
+	for j := range r.g.nt {
+		st.v[j] += ap * d.v[j]
+		st.g[j] += ap * d.v[j]
+		st.h[j] -= ap * d.v[j]
+		st.zg[j] += ad * d.zg[j]
+		st.zh[j] += ad * d.zh[j]
+	}
+	st.theta += ap * d.theta
+	for x := range r.g.nx {
+		st.w[x] += ap * d.w[x]
+		st.pi[x] += ad * d.pi[x]
+	}
 }
 
 // cgSolver is the preconditioned conjugate gradient method for a symmetric positive

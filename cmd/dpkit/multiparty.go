@@ -186,22 +186,9 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var table map[string]int
-	var keys []string
-	if pr.NumTranscripts() <= mpMaxTable {
-		rule, err := multiparty.RuleWith(pr, f, acc)
-		if err != nil {
-			return err
-		}
-		table = map[string]int{}
-		pr.Transcripts(func(tau []int) {
-			var b strings.Builder
-			for _, s := range tau {
-				b.WriteByte(byte('0' + s))
-			}
-			keys = append(keys, b.String())
-			table[b.String()] = rule.Decide(tau)
-		})
+	table, keys, err := decisionTable(pr, f, acc)
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return writeJSON(c.stdout, struct {
@@ -357,4 +344,28 @@ func (c *multipartyCommand) readTable(k int) (multiparty.Function, error) {
 		}
 	}
 	return multiparty.TableFunction("table", table)
+}
+
+// decisionTable returns the Bayes rule's answer for every transcript of positive
+// probability, keyed by its symbols, and the keys in order; nil above mpMaxTable
+// transcripts.
+func decisionTable(pr *multiparty.Protocol, f multiparty.Function, acc multiparty.Accuracy) (map[string]int, []string, error) {
+	if pr.NumTranscripts() > mpMaxTable {
+		return nil, nil, nil
+	}
+	rule, err := multiparty.RuleWith(pr, f, acc)
+	if err != nil {
+		return nil, nil, err
+	}
+	table := map[string]int{}
+	var keys []string
+	pr.Transcripts(func(tau []int) {
+		var b strings.Builder
+		for _, s := range tau {
+			b.WriteByte(byte('0' + s))
+		}
+		keys = append(keys, b.String())
+		table[b.String()] = rule.Decide(tau)
+	})
+	return table, keys, nil
 }

@@ -302,6 +302,11 @@ func (c *noiseCommand) Run(_ context.Context, args []string) error {
 	if c.json {
 		return writeJSON(c.stdout, r)
 	}
+	return c.printScalar(kind, r, half)
+}
+
+// printScalar prints the text report of a scalar release.
+func (c *noiseCommand) printScalar(kind string, r noiseReport, half float64) error {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	vals := make([]string, len(r.Values))
 	for i, v := range r.Values {
