@@ -203,6 +203,30 @@ func TestComposeStaircase(t *testing.T) {
 	if !(number(t, v, "delta") < number(t, pairs, "delta")) {
 		t.Errorf("staircase δ %v not below the (1, 0) pairs' %v", v["delta"], pairs["delta"])
 	}
+	// The pairs' δ(1) by KOV Thm 3.3 summed here (docs/errata.md, KOV item 1):
+	// Σ_m C(10,m) p^m (1−p)^(10−m) (1 − e^(1 − (2m−10)ε0))₊, p = e^ε0/(1+e^ε0).
+	for _, c := range []struct {
+		eps0 float64
+		arg  string
+	}{{1, "1,0,10"}, {0.5, "0.5,0,10"}} {
+		p, want := 1/(1+math.Exp(-c.eps0)), 0.0
+		binom := 1.0
+		for m := 0; m <= 10; m++ {
+			if m > 0 {
+				binom = binom * float64(10-m+1) / float64(m)
+			}
+			want += binom * math.Pow(p, float64(m)) * math.Pow(1-p, float64(10-m)) * math.Max(0, 1-math.Exp(1-float64(2*m-10)*c.eps0))
+		}
+		got := number(t, decodeJSON(t, mustSucceed(t, "", "compose", "--mech", c.arg, "--eps", "1", "--json")), "delta")
+		if !(got >= want*(1-1e-14) && got <= want*(1+1e-11)) { // compose rounds up
+			t.Errorf("10 × (%g, 0): δ(1) = %v, Thm 3.3 %v", c.eps0, got, want)
+		}
+	}
+	// docs/mechanisms.md: at ε = 0.5 the staircase's δ(1) is 0.331214817504500730… (reference)
+	half := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps=0.5,count=10", "--eps", "1", "--json"))
+	if d := number(t, half, "delta"); math.Abs(d/0.331214817504500730-1) > 1e-8 {
+		t.Errorf("ε = 0.5: δ(1) = %v, reference 0.3312148175045", d)
+	}
 	// two dimensions: the canonical (ε, 0) pair, so the same as the --mech pairs
 	v2 := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps=1,dim=2,count=10", "--eps", "1", "--json"))
 	if d, p := number(t, v2, "delta"), number(t, pairs, "delta"); math.Abs(d/p-1) > 1e-6 {
