@@ -37,6 +37,7 @@ func allMechanisms(t *testing.T) map[string]Mechanism {
 		"median/delta":     must(NewMedian(MedianOptions{Epsilon: 1, Delta: 1e-6, Lower: 0, Upper: 1})),
 		"staircase":        must(NewStaircase(StaircaseOptions{Epsilon: 2, Sensitivity: 1, Cost: CostL1})),
 		"staircase_l1":     must(NewStaircaseL1(StaircaseL1Options{Epsilon: 2, Sensitivity: 1, Dimension: 2})),
+		"jl_cut":           must(NewJLCut(JLCutOptions{Epsilon: 1, Delta: 1e-6, Eta: 0.1, Nu: 0.05})),
 		"partition":        must(NewPartitionSelection(PartitionSelectionOptions{Epsilon: 1, Delta: 1e-6, MaxPartitions: 3})),
 	}
 	var parts []Mechanism

@@ -30,7 +30,7 @@ func (l *mechanismList) String() string { return strings.Join(l.texts, " ") }
 func (l *mechanismList) Type() string   { return "mechanism" }
 
 // parseMechanism reads one --mechanism value, KIND:key=value,… (pld.ParseMechanism's
-// syntax, or staircase:…); its count= is read as every count is (parseCount: 1000, 1e9;
+// syntax, or staircase:… and jl-cut:…); its count= is read as every count is (parseCount: 1000, 1e9;
 // not 1_000 or 0x10). Errors say what is wrong after the flag and its value, which the
 // flag parser prints.
 func parseMechanism(s string) (pld.Item, error) {
@@ -42,8 +42,15 @@ func parseMechanism(s string) (pld.Item, error) {
 			}
 		}
 	}
-	if strings.EqualFold(strings.TrimSpace(kind), "staircase") {
-		it, err := parseStaircaseMechanism(rest) // staircase.go
+	var own func(string) (pld.Item, error) // kinds parsed in their owners' files
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "staircase":
+		own = parseStaircaseMechanism // staircase.go
+	case "jl-cut":
+		own = parseJLCutMechanism // jl.go
+	}
+	if own != nil {
+		it, err := own(rest)
 		if err != nil {
 			return pld.Item{}, wantOf(err)
 		}

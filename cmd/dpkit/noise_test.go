@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 func numbers(t *testing.T, v map[string]any, key string) []float64 {
@@ -323,6 +326,43 @@ func TestNoiseExponential(t *testing.T) {
 		{name: "empty", stdin: "# nothing\n", args: []string{"noise", "exponential", "--utilities", "-", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"no candidate"}},
 		{name: "value", stdin: "1\n", args: []string{"noise", "exponential", "--utilities", "-", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
 		{name: "utilities laplace", args: []string{"noise", "laplace", "--utilities", "x", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--utilities"}},
+	} {
+		r := dpkitRun(t, c.stdin, c.args...)
+		if r.code != c.code {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
+			}
+		}
+	}
+}
+
+// TestComposeJLCut: --mechanism jl-cut composes the JL cut sketch as r rows of (ε0, δ0)
+// pairs (KOV App. C.1): one release's certified bracket contains its budget ε = 1 (ε0 is
+// the exact maximum), and three releases' bracket contains the exact Thm 3.3 composition
+// of the 3r pairs (compose --mech, a separate path), 1.557 against 3.0 for three (1, 1e-6)
+// guarantees.
+func TestComposeJLCut(t *testing.T) {
+	one := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=0.05", "--delta", "1e-6", "--json"))
+	if lo, up := number(t, one, "epsilon_lower"), number(t, one, "epsilon"); !(lo <= 1 && 1 <= up && up < 1+1e-6) {
+		t.Errorf("one release: [%v, %v], want a bracket of 1", lo, up)
+	}
+	m, err := mechanism.NewJLCut(mechanism.JLCutOptions{Epsilon: 1, Delta: 1e-6, Eta: 0.1, Nu: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=0.05,count=3", "--delta", "1e-5", "--json"))
+	rows := fmt.Sprintf("%v,%v,%d", m.RowEpsilon(), m.RowDelta(), 3*m.Rows())
+	exact := number(t, decodeJSON(t, mustSucceed(t, "", "compose", "--mech", rows, "--delta", "1e-5", "--json")), "epsilon")
+	if lo, up := number(t, three, "epsilon_lower"), number(t, three, "epsilon"); !(lo <= exact*(1+1e-12) && exact <= up*(1+1e-12)) || up > 2 {
+		t.Errorf("three releases: [%v, %v], exact %v", lo, up, exact)
+	}
+	for _, c := range []errorCase{
+		{name: "missing eta", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,nu=0.1", "--delta", "1e-5"}, code: exitUsage, want: []string{"missing eta"}},
+		{name: "sensitivity", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=0.1,sensitivity=2", "--delta", "1e-5"}, code: exitUsage, want: []string{"unknown key"}},
+		{name: "bad nu", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=1", "--delta", "1e-5"}, code: exitUsage, want: []string{"(0, 1)"}},
 	} {
 		r := dpkitRun(t, c.stdin, c.args...)
 		if r.code != c.code {
