@@ -55,7 +55,7 @@ type daemon struct {
 // startServe starts bin serve with args on a free port and reads the first line.
 func startServe(t *testing.T, bin string, args ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--query-timeout", "1s"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +128,13 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("banner lacks %q: %v", k, d.banner)
 		}
 	}
-	analyst := d.banner["analyst_key"]
-	code, v := call(t, "POST", d.url()+"/v1/datasets/flu/query", analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu WHERE flu = 1", "idempotency_key": "e2e"})
+	// A key that is not a demo key: it outlives the restart (the demo keys do not).
+	code, v := call(t, "POST", d.url()+"/v1/keys", d.banner["admin_key"], map[string]any{"name": "e2e", "role": "analyst", "datasets": []string{"flu"}})
+	if code != 201 {
+		t.Fatalf("create key: %d %v", code, v)
+	}
+	analyst := v["key"].(string)
+	code, v = call(t, "POST", d.url()+"/v1/datasets/flu/query", analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu WHERE flu = 1", "idempotency_key": "e2e"})
 	if code != 200 || v["remaining_queries"] != 19.0 || v["mechanism"] == "" {
 		t.Fatalf("query: %d %v\nstderr: %s", code, v, d.stderr)
 	}
@@ -150,8 +155,11 @@ func TestServeEndToEnd(t *testing.T) {
 	if code != 200 || v["result"] != first || v["remaining_queries"] != 19.0 {
 		t.Fatalf("replay after restart with the old key: %d %v (first result %v)", code, v, first)
 	}
+	if code, _ := call(t, "GET", d2.url()+"/v1/datasets", d.banner["analyst_key"], nil); code != 401 {
+		t.Fatalf("the demo analyst key of the first start after the restart: %d, want 401 (revoked)", code)
+	}
 	code, v = call(t, "GET", d2.url()+"/v1/datasets", d2.banner["admin_key"], nil)
-	if code != 200 || len(v["datasets"].([]any)) != 2 {
+	if code != 200 || len(v["datasets"].([]any)) != 3 {
 		t.Fatalf("datasets after restart: %d %v", code, v)
 	}
 	d2.cmd.Process.Signal(syscall.SIGTERM)
@@ -403,12 +411,12 @@ func TestServePostgresTwoProcesses(t *testing.T) {
 	}
 	for _, r := range rels {
 		r := r.(map[string]any)
-		key, ok := answered[r["seq"].(float64)]
+		key, ok := answered[r["release"].(float64)]
 		if !ok {
-			t.Fatalf("release %v recorded but never answered", r["seq"])
+			t.Fatalf("release %v recorded but never answered", r["release"])
 		}
 		if ans, _ := r["answer"].(map[string]any); ans == nil || ans["result"] != results[key] {
-			t.Fatalf("release %v: logged answer %v, returned %v", r["seq"], r["answer"], results[key])
+			t.Fatalf("release %v: logged answer %v, returned %v", r["release"], r["answer"], results[key])
 		}
 	}
 

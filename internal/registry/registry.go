@@ -69,13 +69,14 @@ type DatasetRecord struct {
 	Path    string
 	Origin  string // for a snapshot: the table and database it was read from, without credentials
 	Created time.Time
+	Demo    bool // registered by "dpkit serve --demo"
 }
 
 // AddDataset records d; ErrExists if a dataset of that name exists.
 func (r *Registry) AddDataset(ctx context.Context, d DatasetRecord) error {
-	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_datasets (name, spec, csv, path, origin, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), nullString(d.Origin), d.Created.UnixNano())
+	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_datasets (name, spec, csv, path, origin, created_at, demo)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), nullString(d.Origin), d.Created.UnixNano(), d.Demo)
 	return inserted(res, err, "dataset", d.Name)
 }
 
@@ -96,7 +97,7 @@ func inserted(res sql.Result, err error, what, name string) error {
 // Datasets returns every dataset, by name, without its CSV text (which may be large:
 // read it with DatasetCSV when the table is loaded).
 func (r *Registry) Datasets(ctx context.Context) ([]DatasetRecord, error) {
-	rows, err := r.db.SQL.QueryContext(ctx, `SELECT name, spec, path, origin, created_at FROM server_datasets ORDER BY name`)
+	rows, err := r.db.SQL.QueryContext(ctx, `SELECT name, spec, path, origin, created_at, demo FROM server_datasets ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func (r *Registry) Datasets(ctx context.Context) ([]DatasetRecord, error) {
 		var spec string
 		var path, origin sql.NullString
 		var created int64
-		if err := rows.Scan(&d.Name, &spec, &path, &origin, &created); err != nil {
+		if err := rows.Scan(&d.Name, &spec, &path, &origin, &created, &d.Demo); err != nil {
 			return nil, err
 		}
 		d.Spec, d.Path, d.Origin, d.Created = []byte(spec), path.String, origin.String, time.Unix(0, created).UTC()
@@ -145,13 +146,14 @@ type KeyRecord struct {
 	Role    Role
 	Created time.Time
 	Revoked bool
+	Demo    bool // minted by "dpkit serve --demo"
 }
 
 // AddKey records a key with the given SHA-256 hash (hex); ErrExists if its id or hash
 // is taken.
 func (r *Registry) AddKey(ctx context.Context, k KeyRecord, hash string) error {
-	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_keys (id, hash, name, role, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-		k.ID, hash, k.Name, string(k.Role), k.Created.UnixNano())
+	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_keys (id, hash, name, role, created_at, demo) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+		k.ID, hash, k.Name, string(k.Role), k.Created.UnixNano(), k.Demo)
 	return inserted(res, err, "key", k.ID)
 }
 
@@ -160,8 +162,8 @@ func (r *Registry) KeyByHash(ctx context.Context, hash string) (KeyRecord, error
 	var k KeyRecord
 	var role string
 	var created int64
-	err := r.db.SQL.QueryRowContext(ctx, `SELECT id, name, role, created_at FROM server_keys WHERE hash = $1 AND revoked_at IS NULL`, hash).
-		Scan(&k.ID, &k.Name, &role, &created)
+	err := r.db.SQL.QueryRowContext(ctx, `SELECT id, name, role, created_at, demo FROM server_keys WHERE hash = $1 AND revoked_at IS NULL`, hash).
+		Scan(&k.ID, &k.Name, &role, &created, &k.Demo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, ErrNotFound
 	}
@@ -171,7 +173,7 @@ func (r *Registry) KeyByHash(ctx context.Context, hash string) (KeyRecord, error
 
 // Keys lists every key, revoked ones included, by creation time.
 func (r *Registry) Keys(ctx context.Context) ([]KeyRecord, error) {
-	rows, err := r.db.SQL.QueryContext(ctx, `SELECT id, name, role, created_at, revoked_at FROM server_keys ORDER BY created_at, id`)
+	rows, err := r.db.SQL.QueryContext(ctx, `SELECT id, name, role, created_at, revoked_at, demo FROM server_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +184,7 @@ func (r *Registry) Keys(ctx context.Context) ([]KeyRecord, error) {
 		var role string
 		var created int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.Name, &role, &created, &revoked); err != nil {
+		if err := rows.Scan(&k.ID, &k.Name, &role, &created, &revoked, &k.Demo); err != nil {
 			return nil, err
 		}
 		k.Role, k.Created, k.Revoked = Role(role), time.Unix(0, created).UTC(), revoked.Valid
@@ -217,6 +219,15 @@ func (r *Registry) RevokeKey(ctx context.Context, id string) error {
 	return nil
 }
 
+// RevokeDemoKeys revokes every valid demo key and returns how many there were.
+func (r *Registry) RevokeDemoKeys(ctx context.Context) (int64, error) {
+	res, err := r.db.SQL.ExecContext(ctx, `UPDATE server_keys SET revoked_at = $1 WHERE demo AND revoked_at IS NULL`, time.Now().UnixNano())
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // Grant lets key id query dataset (idempotent).
 func (r *Registry) Grant(ctx context.Context, id, dataset string) error {
 	_, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_grants (key_id, dataset) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, dataset)
@@ -243,6 +254,24 @@ func (r *Registry) Grants(ctx context.Context, id string) (map[string]bool, erro
 			return nil, err
 		}
 		out[d] = true
+	}
+	return out, rows.Err()
+}
+
+// AllGrants returns the datasets granted to each key, by key id.
+func (r *Registry) AllGrants(ctx context.Context) (map[string][]string, error) {
+	rows, err := r.db.SQL.QueryContext(ctx, `SELECT key_id, dataset FROM server_grants ORDER BY key_id, dataset`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var k, d string
+		if err := rows.Scan(&k, &d); err != nil {
+			return nil, err
+		}
+		out[k] = append(out[k], d)
 	}
 	return out, rows.Err()
 }

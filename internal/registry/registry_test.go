@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,6 +86,9 @@ func TestRegistry(t *testing.T) {
 			if g, err := r.Grants(ctx, "k_1"); err != nil || len(g) != 1 || !g["pay"] {
 				t.Fatalf("grants: %v %v", g, err)
 			}
+			if all, err := r.AllGrants(ctx); err != nil || len(all) != 1 || len(all["k_1"]) != 1 || all["k_1"][0] != "pay" {
+				t.Fatalf("all grants: %v %v", all, err)
+			}
 			if ok, err := r.Granted(ctx, "k_1", "file"); err != nil || ok {
 				t.Fatalf("Granted(file): %v %v", ok, err)
 			}
@@ -111,6 +115,27 @@ func TestRegistry(t *testing.T) {
 			keys, err := r.Keys(ctx)
 			if err != nil || len(keys) != 1 || !keys[0].Revoked {
 				t.Fatalf("keys: %+v %v", keys, err)
+			}
+			// Demo keys: marked, and revoked together.
+			for i, demo := range []bool{true, true, false} {
+				if err := r.AddKey(ctx, KeyRecord{ID: fmt.Sprint("d", i), Name: "demo", Role: Analyst, Created: now, Demo: demo}, fmt.Sprint("hd", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := r.RevokeDemoKeys(ctx); err != nil || n != 2 {
+				t.Fatalf("RevokeDemoKeys: %d %v", n, err)
+			}
+			if k, err := r.KeyByHash(ctx, "hd2"); err != nil || k.Demo {
+				t.Fatalf("the key that is not a demo key: %+v %v", k, err)
+			}
+			if _, err := r.KeyByHash(ctx, "hd0"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("a revoked demo key: %v", err)
+			}
+			if err := r.AddDataset(ctx, DatasetRecord{Name: "visits", Spec: []byte(`{}`), CSV: "x\n", Created: now, Demo: true}); err != nil {
+				t.Fatal(err)
+			}
+			if ds, err := r.Datasets(ctx); err != nil || len(ds) != 3 || !ds[2].Demo || ds[1].Demo {
+				t.Fatalf("demo datasets: %+v %v", ds, err)
 			}
 			if _, err := r.Answer(ctx, "pay", "k"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("Answer: %v", err)

@@ -75,6 +75,7 @@ type DatasetInfo struct {
 	Budget      dpkit.Budget          `json:"budget"`
 	Policy      PolicySpec            `json:"policy"`
 	Source      string                `json:"source,omitempty"` // "csv", the path or the table's origin; admins only
+	Demo        bool                  `json:"demo,omitempty"`   // registered by dpkit serve --demo
 }
 
 // QueryRequest is the body of POST /v1/datasets/{name}/query.
@@ -120,13 +121,21 @@ type BudgetResponse struct {
 
 // ReleaseInfo is one entry of the audit log, GET /v1/datasets/{name}/releases.
 type ReleaseInfo struct {
-	Seq       int64           `json:"seq"`
+	Release   int64           `json:"release"` // the release's number among the dataset's releases
 	Time      string          `json:"time"`
-	Analyst   string          `json:"analyst"`
+	Analyst   string          `json:"analyst"` // the name of the key that asked
+	KeyID     string          `json:"key_id"`
 	Charged   dpkit.Budget    `json:"charged"`
 	SQL       string          `json:"sql,omitempty"`
 	Mechanism string          `json:"mechanism,omitempty"`
 	Answer    json.RawMessage `json:"answer,omitempty"`
+}
+
+// ReleasesResponse is a page of the audit log; NextCursor (the "cursor" of the next
+// page) is null on the last page.
+type ReleasesResponse struct {
+	Releases   []ReleaseInfo `json:"releases"`
+	NextCursor *string       `json:"next_cursor"`
 }
 
 // CurvePoint is one point (ε, δ(ε)) of the privacy curve of what has been spent.
@@ -160,20 +169,22 @@ type KeyInfo struct {
 	Role    Role      `json:"role"`
 	Created time.Time `json:"created"`
 	Revoked bool      `json:"revoked,omitempty"`
+	Demo    bool      `json:"demo,omitempty"` // minted by dpkit serve --demo
+	// Datasets are the datasets granted to the key (GET /v1/keys, POST /v1/keys).
+	Datasets []string `json:"datasets"`
 }
 
 // CreateKeyRequest is the body of POST /v1/keys.
 type CreateKeyRequest struct {
 	Name     string   `json:"name"`
 	Role     Role     `json:"role"`
-	Datasets []string `json:"datasets,omitempty"`
+	Datasets []string `json:"datasets"`
 }
 
 // CreateKeyResponse returns a new key: the secret is shown once and stored only hashed.
 type CreateKeyResponse struct {
 	KeyInfo
-	Key      string   `json:"key"`
-	Datasets []string `json:"datasets"`
+	Key string `json:"key"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -252,6 +263,10 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 	switch s.Policy.Mode {
 	case "", "fixed":
 		s.Policy.Mode = "fixed"
+		if s.Policy.MaxQueries == 0 {
+			return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.max_queries", Value: nil,
+				Want: fmt.Sprintf("the number of queries the budget is split into, in [1, %d] (the fixed policy, the default, needs it)", maxQueriesLimit)}
+		}
 		if err := dpkit.CheckCount("policy.max_queries", s.Policy.MaxQueries, maxQueriesLimit); err != nil {
 			return schema, dpkit.InPackage("server", err)
 		}
@@ -283,7 +298,7 @@ func domainText(v any) (string, error) {
 
 // info returns what readers of the dataset may see.
 func (s *DatasetSpec) info(rec registry.DatasetRecord, admin bool) DatasetInfo {
-	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy}
+	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy, Demo: rec.Demo}
 	if admin {
 		switch {
 		case rec.Path != "":

@@ -130,4 +130,111 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(errText, "offset 30") || !strings.Contains(errText, "^") {
 		t.Fatalf("error box: %q", errText)
 	}
+
+	b := &browser{t: t, ctx: ctx, do: do, text: text, poll: poll}
+	checkAnswerFormats(b, e)
+	checkSpentGauge(b, e)
+	checkAdminView(b, e)
+}
+
+// browser is the page open in Chromium, with the helpers of TestBrowser.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	do   func(steps ...chromedp.Action[chromedp.Void])
+	text func(sel string) string
+	poll func(expr string)
+}
+
+// run selects dataset name in the list and runs sql there, and returns the answer box.
+func (b *browser) run(name, sql string) (value, detail string) {
+	b.t.Helper()
+	b.do(chromedp.Click(`#datasets li[data-name="` + name + `"]`))
+	b.poll(`document.querySelector("#ds-name").textContent === "` + name + `"`)
+	b.do(chromedp.SetValue("#sql", sql), chromedp.Click("#run"))
+	b.poll(`document.querySelector("#answer-detail") !== null && document.querySelector("#answer-detail").textContent !== "" && !document.querySelector("#run").disabled`)
+	return b.text("#answer-value"), b.text("#answer-detail")
+}
+
+// checkAnswerFormats: answers are printed in full with digit grouping, never with an
+// exponent (the audit found 1.00000e+5); the median's scale says it is in ranks.
+func checkAnswerFormats(b *browser, e *env) {
+	t := b.t
+	value, detail := b.run("salary", "SELECT SUM(salary) FROM salary")
+	if strings.ContainsAny(value, "eE") || !strings.Contains(detail, "95% interval") || strings.Contains(detail, "e+") {
+		t.Fatalf("a sum prints as %q (%q): want the number in full", value, detail)
+	}
+	if !strings.Contains(value, ",") && len(strings.TrimLeft(value, "-")) > 3 {
+		t.Fatalf("a sum prints as %q: want digit grouping", value)
+	}
+	value, detail = b.run("salary", "SELECT MEDIAN(salary) FROM salary")
+	if !strings.Contains(detail, "ranks") || strings.ContainsAny(value, "eE") || strings.Contains(detail, "95% interval") {
+		t.Fatalf("the median prints as %q (%q): want its scale in ranks and no interval", value, detail)
+	}
+}
+
+// checkSpentGauge: once a dataset's budget is spent, its gauge in the list turns red and
+// says so, and the budget text says that every further query is refused.
+func checkSpentGauge(b *browser, e *env) {
+	t := b.t
+	for {
+		code, v, _ := e.do("POST", "/v1/datasets/flu/query", e.admin, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
+		if code == 409 {
+			break
+		}
+		if code != 200 {
+			t.Fatalf("spending flu: %d %v", code, v)
+		}
+	}
+	b.do(chromedp.Click(`#datasets li[data-name="flu"]`))
+	b.poll(`document.querySelector('#datasets li[data-name="flu"] .mini div').classList.contains("full")`)
+	b.poll(`document.querySelector("#budget-text").textContent.includes("The budget is spent")`)
+	if s := b.text(`#datasets li[data-name="flu"]`); !strings.Contains(s, "budget spent") {
+		t.Fatalf("the list shows flu as %q", s)
+	}
+	colour, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#datasets li[data-name="flu"] .mini div')).backgroundColor`))
+	if err != nil || colour != "rgb(179, 38, 30)" { // --bad: #b3261e
+		t.Fatalf("the spent gauge is %q (%v), want red", colour, err)
+	}
+	if s := b.text(`#datasets li[data-name="salary"]`); strings.Contains(s, "spent") {
+		t.Fatalf("salary is not spent but shows %q", s)
+	}
+}
+
+// checkAdminView: with an admin key the page shows every dataset with its budget and
+// every key with its grants; it creates a key (showing its secret once), grants and
+// revokes, and what it shows is what the API says.
+func checkAdminView(b *browser, e *env) {
+	t := b.t
+	b.do(chromedp.Click("#logout"), chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", e.admin),
+		chromedp.Click("#login-form button"), chromedp.WaitVisible("#admin"))
+	b.poll(`document.querySelectorAll("#admin-keys tbody tr").length === 2 && document.querySelectorAll("#admin-datasets tbody tr").length === 2`)
+	if s := b.text("#admin-datasets"); !strings.Contains(s, "flu (demo)") || !strings.Contains(s, "20 of") && !strings.Contains(s, "0 queries") {
+		t.Fatalf("admin datasets: %q", s)
+	}
+	if s := b.text("#admin-keys"); !strings.Contains(s, "demo analyst") || !strings.Contains(s, "valid, demo") || !strings.Contains(s, "flu, salary") {
+		t.Fatalf("admin keys: %q", s)
+	}
+	// Create a key for salary.
+	b.do(chromedp.SendKeys("#key-name", "carol"),
+		chromedp.Click(`#key-datasets input[value="salary"]`),
+		chromedp.Click("#key-form button"))
+	b.poll(`!document.querySelector("#key-secret").hidden && document.querySelectorAll("#admin-keys tbody tr").length === 3`)
+	secret := b.text("#key-secret")
+	i := strings.Index(secret, "dpk_")
+	if i < 0 {
+		t.Fatalf("secret: %q", secret)
+	}
+	key := strings.Fields(secret[i:])[0]
+	id := e.must(200, "GET", "/v1/whoami", key, nil)["id"].(string)
+	// Grant flu too, through the form.
+	b.do(chromedp.SetValue("#grant-key", id), chromedp.SetValue("#grant-dataset", "flu"), chromedp.Click("#grant-add"))
+	b.poll(`[...document.querySelectorAll("#admin-keys tbody tr")].some((r) => r.dataset.key === "` + id + `" && r.textContent.includes("flu, salary"))`)
+	if list := e.must(200, "GET", "/v1/datasets", key, nil)["datasets"].([]any); len(list) != 2 {
+		t.Fatalf("carol sees %v after the grant", list)
+	}
+	// Revoke the key with its button.
+	b.do(chromedp.Click(`#admin-keys tr[data-key="` + id + `"] button`))
+	b.poll(`[...document.querySelectorAll("#admin-keys tbody tr")].some((r) => r.dataset.key === "` + id + `" && r.textContent.includes("revoked"))`)
+	e.mustError(401, "Bearer", "GET", "/v1/datasets", key, nil)
 }

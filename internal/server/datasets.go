@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"net/http"
 	"strings"
 	"time"
 
@@ -86,35 +86,45 @@ func (s *Server) loadDatasets(ctx context.Context) error {
 }
 
 // table returns the loaded table of d, loading it on first use (from its file, or from
-// the CSV text in the store). A failed load is not remembered: the next query tries
-// again (the file or the database may be back).
+// the CSV text in the registry). A failed load is not remembered: the next query tries
+// again (the file or the database may be back). Its cause is logged, not shown: the
+// caller may be an analyst, who does not see where the data live.
 func (s *Server) table(ctx context.Context, d *dataset) (Table, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.table != nil {
 		return d.table, nil
 	}
+	t, err := s.load(ctx, d)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s.logf("dataset %q: loading its data: %v", d.spec.Name, err)
+		return nil, errorf(http.StatusServiceUnavailable, "dataset %q is unavailable: its data cannot be loaded now (the server's log says why)", d.spec.Name)
+	}
+	d.table = t
+	return t, nil
+}
+
+// load reads d's table.
+func (s *Server) load(ctx context.Context, d *dataset) (Table, error) {
 	var r io.Reader
 	if d.rec.Path != "" {
-		f, err := os.Open(d.rec.Path)
+		f, err := datasource.OpenFile(d.rec.Path, s.opts.FileLimits)
 		if err != nil {
-			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
+			return nil, err
 		}
 		defer f.Close()
 		r = f
 	} else {
 		text, err := s.reg.DatasetCSV(ctx, d.spec.Name)
 		if err != nil {
-			return nil, fmt.Errorf("dataset %q: %w", d.spec.Name, err)
+			return nil, err
 		}
 		r = strings.NewReader(text)
 	}
-	t, err := s.engine.Load(d.schema, r)
-	if err != nil {
-		return nil, err
-	}
-	d.table = t
-	return t, nil
+	return s.engine.Load(d.schema, r)
 }
 
 // Datasets returns the datasets p may see, by name: every dataset for an admin, the
@@ -148,20 +158,24 @@ func (s *Server) Datasets(ctx context.Context, p principal) ([]DatasetInfo, erro
 // never reused: registering an existing name fails with ErrExists, so a budget can never
 // be reset by registering its dataset again.
 func (s *Server) Register(ctx context.Context, req CreateDatasetRequest) (DatasetInfo, error) {
+	return s.register(ctx, req, false)
+}
+
+func (s *Server) register(ctx context.Context, req CreateDatasetRequest, demo bool) (DatasetInfo, error) {
 	spec := req.DatasetSpec
 	schema, err := spec.validate()
 	if err != nil {
 		return DatasetInfo{}, err
 	}
-	rec := registry.DatasetRecord{Name: spec.Name, CSV: req.CSV, Path: req.Path, Created: time.Now().UTC()}
+	rec := registry.DatasetRecord{Name: spec.Name, CSV: req.CSV, Path: req.Path, Created: time.Now().UTC(), Demo: demo}
 	var table Table
 	switch {
 	case countSet(req.CSV != "", req.Path != "", req.Table != nil) != 1:
 		return DatasetInfo{}, &dpkit.ParamError{Pkg: "server", Name: "csv", Value: "", Want: `exactly one of "csv" (CSV text), "path" (a CSV file on the server) and "table" (a PostgreSQL table)`}
 	case req.Path != "":
-		f, err := os.Open(req.Path)
+		f, err := datasource.OpenFile(req.Path, s.opts.FileLimits)
 		if err != nil {
-			return DatasetInfo{}, &dpkit.ParamError{Pkg: "server", Name: "path", Value: req.Path, Want: "a readable CSV file on the server"}
+			return DatasetInfo{}, err
 		}
 		table, err = s.engine.Load(schema, f)
 		f.Close()

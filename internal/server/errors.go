@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -51,24 +53,34 @@ func classify(err error) *httpError {
 	var pe *dpkit.ParamError
 	var mbe *http.MaxBytesError
 	var ie *dpkit.InfeasibleError
+	var te errTimeout
+	var ne net.Error
 	switch {
 	case errors.As(err, &he):
 		return he
+	case errors.As(err, &te):
+		return errorf(http.StatusUnprocessableEntity, "%s", te.Error())
 	case errors.As(err, &qe):
 		pos := qe.Pos
 		return &httpError{status: http.StatusBadRequest, msg: "sql: " + qe.Msg + " (at offset " + strconv.Itoa(qe.Pos) + ")", pos: &pos}
 	case errors.As(err, &ce):
 		return errorf(http.StatusBadRequest, "%s", trimPrefix(ce.Error()))
+	case errors.As(err, &pe) && pe.Value == nil:
+		return errorf(http.StatusBadRequest, "missing %s: want %s", pe.Name, pe.Want)
 	case errors.As(err, &pe):
 		return errorf(http.StatusBadRequest, "invalid %s = %v: want %s", pe.Name, pe.Value, pe.Want)
 	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return errorf(http.StatusRequestTimeout, "the request was not received within the server's read timeout")
 	case errors.Is(err, ErrBudgetExceeded):
 		return errorf(http.StatusConflict, "%s", trimPrefix(err.Error()))
 	case errors.Is(err, ErrKeyConflict):
 		return errorf(http.StatusConflict, "%s", trimPrefix(err.Error()))
 	case errors.As(err, &ie):
-		return errorf(http.StatusConflict, "infeasible: %s", ie.Msg)
+		// An infeasible request (a budget refusal matched ErrBudgetExceeded above): the
+		// request asks for what cannot be done soundly, e.g. a quantile at too small an ε.
+		return errorf(http.StatusBadRequest, "infeasible: %s", ie.Msg)
 	case errors.Is(err, ErrExists), errors.Is(err, registry.ErrExists):
 		return errorf(http.StatusConflict, "%s", trimPrefix(err.Error()))
 	case errors.Is(err, ErrNotFound), errors.Is(err, registry.ErrNotFound):
@@ -88,13 +100,24 @@ func trimPrefix(msg string) string {
 }
 
 // writeError sends err as the JSON error shape with its status. Internal errors are
-// reported to the Server's ErrorLog (if any), never to the client.
-func (s *Server) writeError(w http.ResponseWriter, err error) {
+// reported to the Server's ErrorLog (if any), never to the client; a request whose
+// client has gone is neither answered nor logged.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
 	he := classify(err)
-	if he.status == http.StatusInternalServerError && s.opts.ErrorLog != nil {
-		s.opts.ErrorLog.Printf("server: %v", err)
+	if he.status == http.StatusInternalServerError {
+		s.logf("%v", err)
 	}
 	writeJSON(w, he.status, errorBody{Error: he.msg, Position: he.pos})
+}
+
+// logf reports a problem to the Server's ErrorLog, if any.
+func (s *Server) logf(format string, args ...any) {
+	if s.opts.ErrorLog != nil {
+		s.opts.ErrorLog.Printf("server: "+format, args...)
+	}
 }
 
 // writeJSON sends v with the given status.

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/dpkit/dpkit"
 )
 
 // Handlers stay thin: authenticate, decode, call the service (datasets.go, answer.go,
@@ -119,16 +124,59 @@ func (s *Server) budget(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) releases(w http.ResponseWriter, r *http.Request) error {
-	_, d, err := s.authDataset(r)
+	p, d, err := s.authDataset(r)
 	if err != nil {
 		return err
 	}
-	out, err := s.Releases(r.Context(), d)
+	page, err := releasesPage(p, r.URL.Query())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"releases": out})
+	out, next, err := s.Releases(r.Context(), d, page)
+	if err != nil {
+		return err
+	}
+	resp := ReleasesResponse{Releases: out}
+	if next > 0 {
+		c := strconv.FormatInt(next, 10)
+		resp.NextCursor = &c
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// releasesPage reads the parameters of GET …/releases: limit (1 to MaxPage, default
+// 100), cursor (the next_cursor of the previous page), and, for admins, analyst (a key
+// id). Analysts see their own releases only.
+func releasesPage(p principal, v url.Values) (Page, error) {
+	page := Page{Limit: 100}
+	for name := range v {
+		if name != "limit" && name != "cursor" && name != "analyst" {
+			return page, &dpkit.ParamError{Pkg: "server", Name: name, Value: v.Get(name), Want: "one of the parameters limit, cursor, analyst"}
+		}
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxPage {
+			return page, &dpkit.ParamError{Pkg: "server", Name: "limit", Value: l, Want: fmt.Sprintf("an integer in [1, %d]", MaxPage)}
+		}
+		page.Limit = n
+	}
+	if c := v.Get("cursor"); c != "" {
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || n < 0 {
+			return page, &dpkit.ParamError{Pkg: "server", Name: "cursor", Value: c, Want: "the next_cursor of a previous page"}
+		}
+		page.After = n
+	}
+	page.Analyst = v.Get("analyst")
+	switch {
+	case !p.admin() && page.Analyst != "" && page.Analyst != p.ID:
+		return page, errorf(http.StatusForbidden, "an analyst key sees its own releases only")
+	case !p.admin():
+		page.Analyst = p.ID
+	}
+	return page, nil
 }
 
 func (s *Server) curve(w http.ResponseWriter, r *http.Request) error {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/noise"
@@ -38,13 +39,23 @@ type env struct {
 	ts      *httptest.Server
 	admin   string
 	analyst string
+	closeDB func() // closes the database (once; also at the end of the test)
 }
 
 // open builds a Server over the database db — a SQLite file (created if needed) or a
 // PostgreSQL URL — as "dpkit serve" does.
 func open(t testing.TB, db string) (*Server, func()) {
 	t.Helper()
-	srv, closeDB, err := Open(context.Background(), db, Options{Source: &lockedSource{src: noise.Seeded(1)}})
+	// A short time limit: a query that loses the race for the last of a budget is
+	// refused when its time is up (see Server.Query), which the load tests provoke.
+	return openWith(t, db, Options{QueryTimeout: time.Second})
+}
+
+// openWith is open with the given options (a seeded noise source is added).
+func openWith(t testing.TB, db string, opts Options) (*Server, func()) {
+	t.Helper()
+	opts.Source = &lockedSource{src: noise.Seeded(1)}
+	srv, closeDB, err := Open(context.Background(), db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +80,38 @@ func newEnv(t testing.TB) *env {
 	return newEnvAt(t, filepath.Join(t.TempDir(), "dpkit.db"))
 }
 
-// newEnvAt is an env over the database db (a SQLite path or a PostgreSQL URL).
+// smallDemo is the demo without its large dataset (visits, 1.2·10^5 rows, whose
+// registration takes a second): the slides' flu and salary tables, for the tests that do
+// not need visits.
+func smallDemo() []CreateDatasetRequest { return DemoDatasets()[1:] }
+
+// newEnvAt is an env over the database db (a SQLite path or a PostgreSQL URL) with the
+// small demo.
 func newEnvAt(t testing.TB, db string) *env {
 	t.Helper()
+	return newEnvDemo(t, db, smallDemo())
+}
+
+// newEnvDemo is an env over the database db with the given demo datasets.
+func newEnvDemo(t testing.TB, db string, demo []CreateDatasetRequest) *env {
+	t.Helper()
+	return newEnvWith(t, db, demo, Options{QueryTimeout: time.Second})
+}
+
+// newEnvWith is an env over the database db with the given demo datasets and options.
+func newEnvWith(t testing.TB, db string, demo []CreateDatasetRequest, opts Options) *env {
+	t.Helper()
 	e := &env{t: t, db: db}
-	srv, closeDB := open(t, e.db)
-	keys, err := srv.SetUpDemo(context.Background())
+	srv, closeDB := openWith(t, e.db, opts)
+	var once sync.Once
+	e.closeDB = func() { once.Do(closeDB) }
+	keys, err := srv.setUpDemo(context.Background(), demo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.srv, e.admin, e.analyst = srv, keys.AdminKey, keys.AnalystKey
 	e.ts = httptest.NewServer(srv)
-	t.Cleanup(func() { e.ts.Close(); closeDB() })
+	t.Cleanup(func() { e.ts.Close(); e.closeDB() })
 	return e
 }
 

@@ -16,7 +16,11 @@ import (
 // CreateKey makes a new key with the given role and name, grants it datasets, and returns
 // its record and secret (shown once).
 func (s *Server) CreateKey(ctx context.Context, name string, role Role, datasets []string) (registry.KeyRecord, string, error) {
-	k := registry.KeyRecord{ID: newKeyID(), Name: name, Role: role, Created: time.Now().UTC()}
+	return s.mintKey(ctx, name, role, datasets, false)
+}
+
+func (s *Server) mintKey(ctx context.Context, name string, role Role, datasets []string, demo bool) (registry.KeyRecord, string, error) {
+	k := registry.KeyRecord{ID: newKeyID(), Name: name, Role: role, Created: time.Now().UTC(), Demo: demo}
 	secret := newSecret()
 	if err := s.reg.AddKey(ctx, k, hashKey(secret)); err != nil {
 		return registry.KeyRecord{}, "", err
@@ -50,23 +54,34 @@ func (s *Server) NewKey(ctx context.Context, req CreateKeyRequest) (*CreateKeyRe
 	if ds == nil {
 		ds = []string{}
 	}
-	return &CreateKeyResponse{KeyInfo: keyInfo(k), Key: secret, Datasets: ds}, nil
+	info := keyInfo(k)
+	info.Datasets = ds
+	return &CreateKeyResponse{KeyInfo: info, Key: secret}, nil
 }
 
 // keyInfo is what the API shows of a key.
 func keyInfo(k registry.KeyRecord) KeyInfo {
-	return KeyInfo{ID: k.ID, Name: k.Name, Role: k.Role, Created: k.Created, Revoked: k.Revoked}
+	return KeyInfo{ID: k.ID, Name: k.Name, Role: k.Role, Created: k.Created, Revoked: k.Revoked, Demo: k.Demo, Datasets: []string{}}
 }
 
-// Keys lists every key (never a secret), revoked ones included, by creation time.
+// Keys lists every key (never a secret), revoked ones included, by creation time, each
+// with the datasets granted to it.
 func (s *Server) Keys(ctx context.Context) ([]KeyInfo, error) {
 	keys, err := s.reg.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := s.reg.AllGrants(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]KeyInfo, len(keys))
 	for i, k := range keys {
 		out[i] = keyInfo(k)
+		out[i].Datasets = grants[k.ID]
+		if out[i].Datasets == nil {
+			out[i].Datasets = []string{}
+		}
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/mechanism"
 )
 
 // LedgerAccountant adapts a *ledger.Ledger to the Accountant the handlers use. Each
@@ -45,18 +46,11 @@ func (a LedgerAccountant) Create(ctx context.Context, budget string, total dpkit
 // Spend implements Accountant. Under the fixed policy the release is charged the
 // calibrated per-query cost.
 func (a LedgerAccountant) Spend(ctx context.Context, budget string, sp Spend) (Receipt, error) {
-	cost := sp.Cost
-	if cost == nil {
-		def, err := a.L.Definition(ctx, budget)
-		if err != nil {
-			return Receipt{}, translate(err)
-		}
-		if def.Policy.PerRelease == nil {
-			return Receipt{}, &dpkit.ParamError{Name: "epsilon", Value: nil, Want: "the cost of the query (the budget has no fixed per-query cost)"}
-		}
-		cost = def.Policy.PerRelease
+	req, err := a.request(ctx, budget, sp)
+	if err != nil {
+		return Receipt{}, err
 	}
-	rc, err := a.L.Spend(ctx, ledger.Request{Budget: budget, Cost: *cost, Mechanism: sp.Mechanism, Analyst: sp.Analyst, Key: sp.Key, Payload: sp.Payload})
+	rc, err := a.L.Spend(ctx, req)
 	if err != nil {
 		return Receipt{}, translate(err)
 	}
@@ -66,7 +60,49 @@ func (a LedgerAccountant) Spend(ctx context.Context, budget string, sp Spend) (R
 	if err != nil {
 		return Receipt{}, translate(err)
 	}
-	return Receipt{Seq: rc.Release.Seq, Charged: rc.Release.Cost, Replayed: rc.Replayed, Status: statusOf(ls), Payload: rc.Release.Payload}, nil
+	return Receipt{Number: rc.Release.Number, Charged: rc.Release.Cost, Replayed: rc.Replayed, Status: statusOf(ls), Payload: rc.Release.Payload}, nil
+}
+
+// request is the ledger's request for sp.
+func (a LedgerAccountant) request(ctx context.Context, budget string, sp Spend) (ledger.Request, error) {
+	cost := sp.Cost
+	if cost == nil {
+		def, err := a.L.Definition(ctx, budget)
+		if err != nil {
+			return ledger.Request{}, translate(err)
+		}
+		if def.Policy.PerRelease == nil {
+			return ledger.Request{}, &dpkit.ParamError{Pkg: "server", Name: "epsilon", Value: nil, Want: "the cost of the query (the budget has no fixed per-query cost)"}
+		}
+		cost = def.Policy.PerRelease
+	}
+	return ledger.Request{Budget: budget, Cost: *cost, Mechanism: sp.Mechanism, Analyst: sp.Analyst, Key: sp.Key, Payload: sp.Payload}, nil
+}
+
+// Recorded implements Accountant.
+func (a LedgerAccountant) Recorded(ctx context.Context, budget, key string) (Receipt, bool, error) {
+	rel, found, err := a.L.Recorded(ctx, budget, key)
+	if err != nil || !found {
+		return Receipt{}, false, translate(err)
+	}
+	st, err := a.Status(ctx, budget)
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	return Receipt{Number: rel.Number, Charged: rel.Cost, Replayed: true, Status: st, Payload: rel.Payload}, true, nil
+}
+
+// Check implements Accountant. The key is not looked at (Recorded does): the release's
+// mechanism is known only once it is computed, and the ledger compares it for a
+// recorded key.
+func (a LedgerAccountant) Check(ctx context.Context, budget string, sp Spend) error {
+	sp.Key, sp.Mechanism, sp.Payload = "", mechanism.Descriptor{}, nil
+	req, err := a.request(ctx, budget, sp)
+	if err != nil {
+		return err
+	}
+	_, err = a.L.Check(ctx, req)
+	return translate(err)
 }
 
 // PerQuery implements Accountant (the ledger caches definitions).
@@ -108,14 +144,14 @@ func statusOf(ls ledger.Status) Status {
 }
 
 // Releases implements Accountant.
-func (a LedgerAccountant) Releases(ctx context.Context, budget string) ([]Release, error) {
-	rels, err := a.L.History(ctx, budget, 0, 0)
+func (a LedgerAccountant) Releases(ctx context.Context, budget string, page Page) ([]Release, error) {
+	rels, err := a.L.Releases(ctx, budget, ledger.ReleaseFilter{AfterNumber: page.After, Analyst: page.Analyst, Limit: page.Limit})
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := make([]Release, len(rels))
 	for i, r := range rels {
-		out[i] = Release{Seq: r.Seq, Time: r.Time, Charged: r.Cost, Analyst: r.Analyst, Key: r.Key, Mechanism: r.Mechanism, Payload: r.Payload}
+		out[i] = Release{Number: r.Number, Time: r.Time, Charged: r.Cost, Analyst: r.Analyst, Key: r.Key, Mechanism: r.Mechanism, Payload: r.Payload}
 	}
 	return out, nil
 }

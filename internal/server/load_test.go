@@ -78,7 +78,7 @@ func testConcurrentClients(t *testing.T, e *env) {
 		t.Fatalf("%d releases in the audit log", len(rels))
 	}
 	for _, r := range rels {
-		seq := int64(r.(map[string]any)["seq"].(float64))
+		seq := int64(r.(map[string]any)["release"].(float64))
 		if _, answered := seqs.Load(seq); !answered {
 			t.Fatalf("release %d recorded but never answered", seq)
 		}

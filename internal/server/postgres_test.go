@@ -59,6 +59,8 @@ func testMigrateV1(t *testing.T, db string) {
 	raw := rawDB(t, db)
 	for _, stmt := range []string{
 		"ALTER TABLE server_datasets DROP COLUMN origin",
+		"ALTER TABLE server_datasets DROP COLUMN demo",
+		"ALTER TABLE server_keys DROP COLUMN demo",
 		"DELETE FROM server_migrations",
 		"INSERT INTO server_migrations (version, applied_at) VALUES (1, 0)",
 		"DELETE FROM dpkit_schema WHERE component = 'server'",

@@ -29,13 +29,20 @@ type Accountant interface {
 	// Refusals match ErrBudgetExceeded; a key reused for a different cost matches
 	// ErrKeyConflict.
 	Spend(ctx context.Context, budget string, sp Spend) (Receipt, error)
+	// Recorded returns the release recorded on budget with idempotency key key, as
+	// the receipt of its replay (found = false if there is none). It reads only.
+	Recorded(ctx context.Context, budget, key string) (rc Receipt, found bool, err error)
+	// Check says, reading only, whether Spend(ctx, budget, sp) would be accepted now
+	// (nil), or refused (an error matching ErrBudgetExceeded). Concurrent spends may
+	// change the answer: Spend decides.
+	Check(ctx context.Context, budget string, sp Spend) error
 	// PerQuery returns the fixed policy's per-query cost (nil under other policies).
 	// It is fixed at creation, so it is cheap.
 	PerQuery(ctx context.Context, budget string) (*dpkit.Budget, error)
 	// Status reports what the budget has spent.
 	Status(ctx context.Context, budget string) (Status, error)
-	// Releases returns the audit log, oldest first.
-	Releases(ctx context.Context, budget string) ([]Release, error)
+	// Releases returns the part of the audit log that page selects, oldest first.
+	Releases(ctx context.Context, budget string, page Page) ([]Release, error)
 }
 
 // Errors an Accountant reports, and the service's own.
@@ -55,9 +62,16 @@ type Spend struct {
 	Payload   []byte               // the answer, recorded with the release (see storedAnswer)
 }
 
+// Page selects releases of the audit log.
+type Page struct {
+	After   int64  // only releases numbered above After
+	Analyst string // only those of this key id, if set
+	Limit   int    // at most Limit (≤ 0: all)
+}
+
 // Receipt is a recorded release.
 type Receipt struct {
-	Seq      int64 // position in the budget's release log, from 1
+	Number   int64 // the release's number among the dataset's releases, from 1
 	Charged  dpkit.Budget
 	Replayed bool   // the key was already recorded: nothing was charged now
 	Status   Status // the budget after the release
@@ -78,7 +92,7 @@ type Status struct {
 
 // Release is one entry of a budget's audit log.
 type Release struct {
-	Seq       int64
+	Number    int64 // among the dataset's releases, from 1
 	Time      time.Time
 	Charged   dpkit.Budget
 	Analyst   string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 
 	"io"
 	"log"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dpkit/dpkit/internal/datasource"
 	"github.com/dpkit/dpkit/internal/registry"
 	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/ledger"
@@ -36,6 +38,15 @@ type Options struct {
 	Source noise.Source
 	// MaxBody limits request bodies in bytes; 0 means DefaultMaxBody.
 	MaxBody int64
+	// FileLimits bound the CSV files registered by "path" (the zero value: the
+	// defaults of package datasource).
+	FileLimits datasource.Limits
+	// QueryTimeout limits the computation of one query's answer; 0 means
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// MaxComputing bounds the queries computed at once (others wait, within their time
+	// limit); 0 means twice GOMAXPROCS.
+	MaxComputing int
 	// ErrorLog receives internal errors (never sent to clients); nil discards them.
 	ErrorLog *log.Logger
 }
@@ -52,7 +63,8 @@ type Server struct {
 	keys    keyCache
 	mu      sync.Mutex
 	data    map[string]*dataset
-	created sync.Mutex // serialises dataset registration
+	created sync.Mutex    // serialises dataset registration
+	work    chan struct{} // one token per query being computed
 }
 
 // dataset is a registered dataset; its table is loaded on first use.
@@ -76,7 +88,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Source == nil {
 		opts.Source = noise.Secure()
 	}
-	s := &Server{opts: opts, reg: opts.Registry, ledger: opts.Ledger, engine: opts.Engine, src: opts.Source, data: map[string]*dataset{}}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.MaxComputing <= 0 {
+		opts.MaxComputing = 2 * runtime.GOMAXPROCS(0)
+	}
+	s := &Server{opts: opts, reg: opts.Registry, ledger: opts.Ledger, engine: opts.Engine, src: opts.Source, data: map[string]*dataset{},
+		work: make(chan struct{}, opts.MaxComputing)}
 	s.routes()
 	return s, nil
 }
@@ -126,16 +145,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Serve serves on ln until ctx is cancelled, then shuts down gracefully: it stops
-// accepting connections and waits up to 10 s for requests in flight.
+// maxHeaderBytes bounds the request headers (http.Server.MaxHeaderBytes).
+const maxHeaderBytes = 64 << 10
+
+// Serve serves on ln (a TLS listener for HTTPS) until ctx is cancelled, then shuts down
+// gracefully: it stops accepting connections and waits up to 10 s for requests in
+// flight. Every error response is in the JSON error shape, including those net/http
+// writes itself for malformed requests (see jsonErrorListener).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = jsonErrorListener{ln}
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      60*time.Second + s.opts.QueryTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          s.opts.ErrorLog,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -165,13 +190,13 @@ func (s *Server) route(pattern string, h handler, allow map[string][]string) {
 	method, path, _ := strings.Cut(pattern, " ")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			s.writeError(w, err)
+			s.writeError(w, r, err)
 		}
 	})
 	if _, seen := allow[path]; !seen {
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow[path], ", "))
-			s.writeError(w, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: use %s", r.Method, path, strings.Join(allow[path], " or ")))
+			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s: use %s", r.Method, path, strings.Join(allow[path], " or ")))
 		})
 	}
 	allow[path] = append(allow[path], method)
@@ -199,7 +224,7 @@ func (s *Server) routes() {
 	s.route("DELETE /v1/keys/{id}", s.revokeKey, allow)
 	s.routePage(allow)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+		s.writeError(w, r, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 }
 

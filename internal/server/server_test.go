@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/big"
 	"net/http"
@@ -94,7 +95,7 @@ func testAnalystScope(t *testing.T, e *env) {
 		t.Fatalf("analyst sees the data source: %v", d)
 	}
 	for k := range d {
-		if k != "name" && k != "columns" && k != "budget" && k != "policy" {
+		if k != "name" && k != "columns" && k != "budget" && k != "policy" && k != "demo" {
 			t.Fatalf("dataset info has key %q: %v", k, d)
 		}
 	}
@@ -330,7 +331,7 @@ func testReleases(t *testing.T, e *env) {
 	}
 	for i, r := range rels {
 		r := r.(map[string]any)
-		if r["sql"] != sqls[i] || r["analyst"] != "demo analyst" || num(t, r, "seq") <= 0 {
+		if r["sql"] != sqls[i] || r["analyst"] != "demo analyst" || num(t, r, "release") != float64(i+1) {
 			t.Fatalf("release %d: %v", i, r)
 		}
 		if obj(t, r, "answer")["result"] != results[i] {
@@ -438,34 +439,44 @@ func kovDelta(k int, e0, d0, eps float64) float64 {
 }
 
 // TestRestart checks that a restart on the same database keeps datasets, keys, grants,
-// budgets and answers, and that --demo does not register the datasets twice.
+// budgets and answers; that --demo does not register the datasets twice; and that it
+// revokes the demo keys of the earlier start (and only those).
 func TestRestart(t *testing.T) { testRestart(t, filepath.Join(t.TempDir(), "dpkit.db")) }
 
 // testRestart runs TestRestart on the database db (a SQLite path or a PostgreSQL URL).
 func testRestart(t *testing.T, db string) {
 	ctx := context.Background()
 	srv, closeDB := open(t, db)
-	keys, err := srv.SetUpDemo(ctx)
+	keys, err := srv.setUpDemo(ctx, smallDemo())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := srv.authenticateKey(ctx, keys.AnalystKey)
+	_, carol, err := srv.CreateKey(ctx, "carol", Analyst, []string{"flu"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := srv.lookup(ctx, p, "flu")
-	if err != nil {
-		t.Fatal(err)
+	query := func(srv *Server, key string) *QueryResponse {
+		t.Helper()
+		p, err := srv.authenticateKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := srv.lookup(ctx, p, "flu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := srv.Query(ctx, p, d, QueryRequest{SQL: "SELECT COUNT(*) FROM flu", IdempotencyKey: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	first, err := srv.Query(ctx, p, d, QueryRequest{SQL: "SELECT COUNT(*) FROM flu", IdempotencyKey: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := query(srv, carol)
 	closeDB()
 
 	srv, closeDB = open(t, db)
 	defer closeDB()
-	keys2, err := srv.SetUpDemo(ctx)
+	keys2, err := srv.setUpDemo(ctx, smallDemo())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,26 +484,21 @@ func testRestart(t *testing.T, db string) {
 		t.Fatal("a restart printed the old key")
 	}
 	recs, err := srv.reg.Datasets(ctx)
-	if err != nil || len(recs) != 2 {
-		t.Fatalf("datasets after restart: %d, %v", len(recs), err)
+	if err != nil || len(recs) != 2 || !recs[0].Demo {
+		t.Fatalf("datasets after restart: %+v, %v", recs, err)
 	}
-	p, err = srv.authenticateKey(ctx, keys.AnalystKey) // the old key still works
-	if err != nil {
-		t.Fatal(err)
+	for _, old := range []string{keys.AnalystKey, keys.AdminKey} {
+		if _, err := srv.authenticateKey(ctx, old); !errors.Is(err, errUnauthorized) {
+			t.Fatalf("a demo key of the earlier start: %v, want it revoked", err)
+		}
 	}
-	d, err = srv.lookup(ctx, p, "flu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := srv.Query(ctx, p, d, QueryRequest{SQL: "SELECT COUNT(*) FROM flu", IdempotencyKey: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := query(srv, carol) // a key that is not a demo key stays valid
 	if *again.Result != *first.Result || again.Release != first.Release || *again.RemainingQueries != 19 {
 		t.Fatalf("after restart: %+v, before %+v", again, first)
 	}
+	query(srv, keys2.AnalystKey)
 	st, err := srv.ledger.Status(ctx, "flu")
-	if err != nil || st.Releases != 1 {
+	if err != nil || st.Releases != 2 {
 		t.Fatalf("budget after restart: %+v %v", st, err)
 	}
 }

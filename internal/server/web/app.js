@@ -1,18 +1,32 @@
 // dpkit query service page: lists the datasets the key may see, shows each one's budget,
-// the privacy curve of what has been spent, the release history, and runs queries.
+// the privacy curve of what has been spent, the release history, and runs queries; for an
+// admin key, also the administration view (datasets, keys, grants).
 // The API key lives in sessionStorage (this tab only) and is sent as a Bearer token.
 "use strict";
 
 const KEY = "dpkit.key";
 const $ = (id) => document.getElementById(id);
 let current = null; // the selected dataset's info
+let me = null; // the key: {id, name, role}
 
+// fmt prints a privacy parameter (ε, δ): a few significant digits, an exponent only for
+// very small or very large values.
 function fmt(x, digits = 4) {
   if (x === null || x === undefined) return "–";
   if (x === 0) return "0";
   const a = Math.abs(x);
   if (a >= 1e5 || a < 1e-3) return x.toExponential(digits - 1);
   return Number(x.toPrecision(digits)).toString();
+}
+
+// fmtValue prints an answer (a count, a sum, an average) in full, with digit grouping and
+// never an exponent for the magnitudes answers have: 100,000 and 219.83, not 1.00000e+5.
+function fmtValue(x) {
+  if (x === null || x === undefined) return "–";
+  const a = Math.abs(x);
+  if (a >= 1e15 || (a > 0 && a < 1e-6)) return x.toExponential(5);
+  const decimals = Number.isInteger(x) ? 0 : a >= 1000 ? 1 : a >= 1 ? 2 : 6;
+  return x.toLocaleString("en-US", { maximumFractionDigits: decimals, minimumFractionDigits: 0 });
 }
 
 async function api(method, path, body) {
@@ -38,6 +52,7 @@ async function api(method, path, body) {
 function showLogin(msg) {
   $("login").hidden = false;
   $("app").hidden = true;
+  $("admin").hidden = true;
   $("logout").hidden = true;
   $("who").textContent = "";
   $("login-error").textContent = msg || "";
@@ -45,7 +60,6 @@ function showLogin(msg) {
 
 async function start() {
   if (!sessionStorage.getItem(KEY)) return showLogin();
-  let me;
   try {
     me = await api("GET", "/v1/whoami");
   } catch (e) {
@@ -57,6 +71,8 @@ async function start() {
   $("logout").hidden = false;
   $("who").textContent = me.name + " (" + me.role + ")";
   await loadDatasets();
+  $("admin").hidden = me.role !== "admin";
+  if (me.role === "admin") await loadAdmin();
 }
 
 // gaugeFraction is the part of the budget used: releases out of max_queries under the
@@ -64,6 +80,20 @@ async function start() {
 function gaugeFraction(b) {
   if (b.policy.mode === "fixed" && b.policy.max_queries > 0) return b.releases / b.policy.max_queries;
   return b.total.epsilon > 0 ? Math.min(1, b.spent.epsilon / b.total.epsilon) : 0;
+}
+
+// exhausted says whether a budget refuses every further query of the policy's cost.
+function exhausted(b) {
+  return b.policy.mode === "fixed" ? b.remaining_queries === 0 : gaugeFraction(b) >= 1;
+}
+
+// paint sets a gauge's fill (the big one or a dataset's mini gauge) and its colour:
+// green, orange from three quarters, red when exhausted.
+function paint(fill, b) {
+  const f = gaugeFraction(b);
+  fill.style.width = (100 * Math.min(1, f)).toFixed(1) + "%";
+  fill.classList.toggle("full", exhausted(b));
+  fill.classList.toggle("warn", !exhausted(b) && f >= 0.75);
 }
 
 async function loadDatasets() {
@@ -90,11 +120,23 @@ async function loadDatasets() {
     li.addEventListener("click", () => select(d));
     ul.append(li);
     api("GET", "/v1/datasets/" + encodeURIComponent(d.name) + "/budget")
-      .then((b) => { fill.style.width = (100 * gaugeFraction(b)).toFixed(1) + "%"; })
+      .then((b) => { paint(fill, b); markSpent(li, b); })
       .catch(() => {});
   }
   const keep = current && datasets.find((d) => d.name === current.name);
   select(keep || datasets[0]);
+}
+
+// markSpent labels a dataset of the list whose budget is exhausted.
+function markSpent(li, b) {
+  let tag = li.querySelector(".state");
+  if (!exhausted(b)) { if (tag) tag.remove(); return; }
+  if (!tag) {
+    tag = document.createElement("span");
+    tag.className = "state";
+    li.querySelector("strong").after(tag);
+  }
+  tag.textContent = "budget spent";
 }
 
 async function select(d) {
@@ -118,23 +160,27 @@ async function select(d) {
 async function refresh() {
   if (!current) return;
   const name = encodeURIComponent(current.name);
-  const [b, c, r] = await Promise.all([
-    api("GET", "/v1/datasets/" + name + "/budget"),
+  const b = await api("GET", "/v1/datasets/" + name + "/budget");
+  // The most recent releases: numbers above releases − RECENT (an analyst key sees its
+  // own among them).
+  const after = Math.max(0, b.releases - RECENT);
+  const [c, r] = await Promise.all([
     api("GET", "/v1/datasets/" + name + "/curve"),
-    api("GET", "/v1/datasets/" + name + "/releases"),
+    api("GET", "/v1/datasets/" + name + "/releases?limit=" + RECENT + "&cursor=" + after),
   ]);
   showBudget(b);
   drawCurve(c);
-  showReleases(r.releases);
+  showReleases(r.releases, after);
   const li = [...$("datasets").children].find((x) => x.dataset.name === current.name);
-  if (li) li.querySelector(".mini div").style.width = (100 * gaugeFraction(b)).toFixed(1) + "%";
+  if (li) { paint(li.querySelector(".mini div"), b); markSpent(li, b); }
+  if (me && me.role === "admin") loadAdmin().catch(() => {});
 }
+
+const RECENT = 50; // releases shown
 
 function showBudget(b) {
   const f = gaugeFraction(b);
-  const fill = $("gauge-fill");
-  fill.style.width = (100 * f).toFixed(1) + "%";
-  fill.className = "gauge-fill" + (f >= 1 ? " full" : f >= 0.75 ? " warn" : "");
+  paint($("gauge-fill"), b);
   $("gauge").setAttribute("aria-valuenow", f.toFixed(3));
   let text = "Spent ε = " + fmt(b.spent.epsilon) + ", δ = " + fmt(b.spent.delta) +
     " of the total ε = " + fmt(b.total.epsilon) + ", δ = " + fmt(b.total.delta) + ". ";
@@ -144,6 +190,10 @@ function showBudget(b) {
     text += ".";
   } else {
     text += b.releases + " releases (adaptive policy: each query names its ε).";
+  }
+  if (exhausted(b)) {
+    text += " The budget is spent: every further query is refused" +
+      (current && current.demo ? " (a demo dataset: start over with dpkit serve --demo --reset)." : ".");
   }
   $("budget-text").textContent = text;
 }
@@ -194,17 +244,19 @@ function drawCurve(c) {
   }
 }
 
-function showReleases(rels) {
+function showReleases(rels, after) {
   const tb = $("releases").querySelector("tbody");
   tb.replaceChildren();
+  $("releases-note").textContent = (after > 0 ? "The most recent releases" : "Every release") +
+    (me && me.role !== "admin" ? " of this key" : "") + ", newest first.";
   for (const r of [...rels].reverse()) {
     const tr = document.createElement("tr");
     let ans = "";
     if (r.answer) {
-      ans = r.answer.result !== null && r.answer.result !== undefined ? fmt(r.answer.result, 6)
-        : (r.answer.groups || []).map((g) => g.key + ": " + fmt(g.value, 5)).join(", ");
+      ans = r.answer.result !== null && r.answer.result !== undefined ? fmtValue(r.answer.result)
+        : (r.answer.groups || []).map((g) => g.key + ": " + fmtValue(g.value)).join(", ");
     }
-    const cells = [r.seq, r.time.replace("T", " ").slice(0, 19), r.analyst, r.sql || r.mechanism, ans, fmt(r.charged.epsilon), fmt(r.charged.delta)];
+    const cells = [r.release, r.time.replace("T", " ").slice(0, 19), r.analyst, r.sql || r.mechanism, ans, fmt(r.charged.epsilon), fmt(r.charged.delta)];
     cells.forEach((v, i) => {
       const td = document.createElement("td");
       if (i === 3) { const code = document.createElement("code"); code.textContent = v; td.append(code); }
@@ -223,14 +275,20 @@ function showAnswer(a) {
   v.className = "value";
   v.id = "answer-value";
   if (a.result !== null && a.result !== undefined) {
-    v.textContent = fmt(a.result, 6);
+    v.textContent = fmtValue(a.result);
   } else {
-    v.textContent = (a.groups || []).map((g) => g.key + ": " + fmt(g.value, 6)).join("   ");
+    v.textContent = (a.groups || []).map((g) => g.key + ": " + fmtValue(g.value)).join("   ");
   }
   const d = document.createElement("div");
   d.className = "muted";
-  const ci = a.ci95 ? "; 95% interval [" + a.ci95.map((x) => fmt(x)).join(", ") + "]" : "";
-  d.textContent = a.mechanism + ", scale " + fmt(a.scale) + ci + "; charged ε = " + fmt(a.charged.epsilon) + ", δ = " + fmt(a.charged.delta) +
+  d.id = "answer-detail";
+  // The exponential mechanism of MEDIAN/QUANTILE has its scale in ranks (positions in
+  // the sorted data), not in the column's units, and no data-independent interval.
+  const ranks = a.mechanism.startsWith("exponential");
+  const scale = ranks ? "scale " + fmtValue(a.scale) + " ranks (the error in the column's units depends on the data)"
+    : "noise scale " + fmtValue(a.scale);
+  const ci = a.ci95 ? "; 95% interval [" + a.ci95.map(fmtValue).join(", ") + "]" : "";
+  d.textContent = a.mechanism + ", " + scale + ci + "; charged ε = " + fmt(a.charged.epsilon) + ", δ = " + fmt(a.charged.delta) +
     (a.remaining_queries !== null && a.remaining_queries !== undefined ? "; " + a.remaining_queries + " queries left" : "");
   box.append(v, d);
 }
@@ -247,6 +305,78 @@ function showError(e, sql) {
     const pre = document.createElement("pre");
     pre.textContent = sql + "\n" + " ".repeat(e.position) + "^";
     box.append(pre);
+  }
+}
+
+// loadAdmin fills the administration view: every dataset with its budget, every key
+// with its grants, and the choices of the forms.
+async function loadAdmin() {
+  const [{ datasets }, { keys }] = await Promise.all([api("GET", "/v1/datasets"), api("GET", "/v1/keys")]);
+  const budgets = await Promise.all(datasets.map((d) => api("GET", "/v1/datasets/" + encodeURIComponent(d.name) + "/budget")));
+  const dt = $("admin-datasets").querySelector("tbody");
+  dt.replaceChildren();
+  datasets.forEach((d, i) => {
+    const b = budgets[i];
+    const left = b.policy.mode === "fixed" ? b.remaining_queries + " queries" : "ε " + fmt(b.total.epsilon - b.spent.epsilon);
+    row(dt, [d.name + (d.demo ? " (demo)" : ""), d.source || "", b.policy.mode + (b.policy.max_queries ? ", " + b.policy.max_queries + " queries" : ""),
+      fmt(b.total.epsilon) + ", " + fmt(b.total.delta), fmt(b.spent.epsilon) + ", " + fmt(b.spent.delta), b.releases, left]);
+  });
+  const kt = $("admin-keys").querySelector("tbody");
+  kt.replaceChildren();
+  for (const k of keys) {
+    const state = (k.revoked ? "revoked" : "valid") + (k.demo ? ", demo" : "");
+    const tr = row(kt, [k.id, k.name, k.role, k.role === "admin" ? "all" : k.datasets.join(", "), state, ""]);
+    tr.dataset.key = k.id;
+    if (!k.revoked && k.id !== me.id) {
+      const btn = document.createElement("button");
+      btn.type = "button";
+      btn.textContent = "Revoke";
+      btn.addEventListener("click", () => adminAction("DELETE", "/v1/keys/" + encodeURIComponent(k.id), "Revoked key " + k.id + "."));
+      tr.lastChild.append(btn);
+    }
+  }
+  const checks = $("key-datasets");
+  checks.replaceChildren();
+  const gk = $("grant-key"), gd = $("grant-dataset");
+  gk.replaceChildren();
+  gd.replaceChildren();
+  for (const d of datasets) {
+    const label = document.createElement("label");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.value = d.name;
+    label.append(box, " " + d.name + " ");
+    checks.append(label);
+    gd.append(new Option(d.name, d.name));
+  }
+  for (const k of keys) if (!k.revoked && k.role === "analyst") gk.append(new Option(k.name + " (" + k.id + ")", k.id));
+}
+
+// row appends a table row of text cells to tbody and returns it.
+function row(tbody, cells) {
+  const tr = document.createElement("tr");
+  for (const v of cells) {
+    const td = document.createElement("td");
+    td.textContent = v;
+    tr.append(td);
+  }
+  tbody.append(tr);
+  return tr;
+}
+
+// adminAction sends one admin request, says what happened, and reloads the view.
+async function adminAction(method, path, done, body) {
+  const msg = $("admin-message");
+  try {
+    const r = await api(method, path, body);
+    msg.className = "muted";
+    msg.textContent = done;
+    await loadAdmin();
+    return r;
+  } catch (e) {
+    msg.className = "error";
+    msg.textContent = e.message;
+    return null;
   }
 }
 
@@ -267,6 +397,9 @@ document.addEventListener("DOMContentLoaded", () => {
   $("logout").addEventListener("click", () => {
     sessionStorage.removeItem(KEY);
     current = null;
+    me = null;
+    $("admin").hidden = true;
+    $("key-secret").hidden = true;
     showLogin();
   });
   $("query-form").addEventListener("submit", async (ev) => {
@@ -286,5 +419,23 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     try { await refresh(); } catch (e) { /* shown on the next action */ }
   });
+  $("key-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const datasets = [...$("key-datasets").querySelectorAll("input:checked")].map((x) => x.value);
+    const body = { name: $("key-name").value.trim(), role: $("key-role").value, datasets };
+    const r = await adminAction("POST", "/v1/keys", "Created key " + body.name + ".", body);
+    if (r) {
+      const p = $("key-secret");
+      p.hidden = false;
+      p.textContent = "Key " + r.id + " (" + r.name + "): " + r.key + " — shown only now: it is stored hashed.";
+      $("key-name").value = "";
+    }
+  });
+  const grant = (method, verb) => {
+    const k = $("grant-key").value, d = $("grant-dataset").value;
+    if (k && d) adminAction(method, "/v1/datasets/" + encodeURIComponent(d) + "/grants/" + encodeURIComponent(k), verb + " " + d + " for " + k + ".");
+  };
+  $("grant-form").addEventListener("submit", (ev) => { ev.preventDefault(); grant("PUT", "Granted"); });
+  $("grant-remove").addEventListener("click", () => grant("DELETE", "Revoked the grant of"));
   start();
 });
