@@ -17,7 +17,8 @@ type consoleExample struct {
 	want []string
 }
 
-// consoleExamples extracts the dpkit commands of a Markdown document's console blocks:
+// consoleExamples extracts the dpkit commands of a Markdown document's console blocks
+// (fenced as console, sh or nothing):
 // lines "$ dpkit …" or "$ go run ./cmd/dpkit …", continued by a trailing "\", with an
 // optional "# comment"; the lines up to the next "$" or the block's end are the output.
 // Commands that start a server (serve) or are not dpkit (curl) are skipped.
@@ -28,16 +29,14 @@ func consoleExamples(t *testing.T, doc string) []consoleExample {
 		t.Fatal(err)
 	}
 	var out []consoleExample
-	inBlock := false
+	fenceOpen, inBlock := false, false
 	lines := strings.Split(string(b), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		switch {
-		case strings.HasPrefix(l, "```console"):
-			inBlock = true
-			continue
 		case strings.HasPrefix(l, "```"):
-			inBlock = false
+			fenceOpen = !fenceOpen
+			inBlock = fenceOpen && (l == "```" || strings.HasPrefix(l, "```console") || strings.HasPrefix(l, "```sh"))
 			continue
 		case !inBlock || !strings.HasPrefix(l, "$ "):
 			continue
@@ -65,12 +64,23 @@ func consoleExamples(t *testing.T, doc string) []consoleExample {
 		default:
 			continue // not a dpkit command (curl)
 		}
-		if fields[0] == "serve" {
-			continue
+		if fields[0] == "serve" || slices.ContainsFunc(fields, needsFile) {
+			continue // a server, or an input file the document only shows
 		}
 		out = append(out, consoleExample{line: start, args: fields, want: want})
 	}
 	return out
+}
+
+// needsFile reports whether a command-line word is an input file the test does not have
+// (p0.json, salaries.csv, workload.txt).
+func needsFile(arg string) bool {
+	for _, ext := range []string{".json", ".csv", ".txt", ".db"} {
+		if strings.HasSuffix(arg, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // outputPattern turns an expected output line into a regular expression: "…" matches any
@@ -85,12 +95,17 @@ func outputPattern(line string) *regexp.Regexp {
 }
 
 // TestDocExamples runs every dpkit command of the console blocks of README.md and
-// docs/cli.md and checks that it succeeds and prints what the document shows (a "…" in
+// docs/*.md (except those that read an input file the document only shows) and checks that it succeeds and prints what the document shows (a "…" in
 // the document stands for digits or text it leaves out). A --plot file is written to a
 // temporary directory.
 func TestDocExamples(t *testing.T) {
-	for _, doc := range []string{"../../README.md", "../../docs/cli.md"} {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range append([]string{"../../README.md"}, docs...) {
 		examples := consoleExamples(t, doc)
+		t.Logf("%s: %d examples", doc, len(examples))
 		if doc == "../../README.md" && len(examples) < 8 {
 			t.Fatalf("%s: found %d examples; the extraction is broken", doc, len(examples))
 		}
@@ -119,16 +134,30 @@ func TestDocExamples(t *testing.T) {
 				continue
 			}
 			got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-			if len(got) != len(want) {
-				t.Errorf("%s: %d lines, the document shows %d:\n%s", where, len(got), len(want), r.stdout)
-				continue
-			}
-			for j := range want {
-				if !outputPattern(want[j]).MatchString(squeeze(got[j])) {
-					t.Errorf("%s: line %d\n got: %s\nwant: %s", where, j+1, got[j], want[j])
-				}
+			if !matchLines(want, got) {
+				t.Errorf("%s: the output does not match the document.\n got:\n%s\nwant:\n%s", where, r.stdout, strings.Join(want, "\n"))
 			}
 		}
+	}
+}
+
+// matchLines reports whether the output lines got match the document's lines want: line
+// by line by outputPattern, where a line that is only "…" stands for any number of lines.
+func matchLines(want, got []string) bool {
+	switch {
+	case len(want) == 0:
+		return len(got) == 0
+	case strings.TrimSpace(want[0]) == "…":
+		for skip := 0; skip <= len(got); skip++ {
+			if matchLines(want[1:], got[skip:]) {
+				return true
+			}
+		}
+		return false
+	case len(got) == 0:
+		return false
+	default:
+		return outputPattern(want[0]).MatchString(squeeze(got[0])) && matchLines(want[1:], got[1:])
 	}
 }
 
