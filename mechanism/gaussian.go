@@ -86,6 +86,7 @@ type Gaussian struct {
 	dim              int
 	cal              Calibration
 	sigma            float64 // calibrated continuous σ
+	mu               float64 // > 0 for a Gaussian calibrated by μ (NewGaussianMu)
 	s                *noise.SecureGaussian
 	dg               *noise.DiscreteGaussian // the grid noise, N_ℤ(0, S²)
 }
@@ -186,8 +187,16 @@ func certifiedSampler(eps, delta, sigma float64, build func(float64) (*noise.Sec
 func (m *Gaussian) Dimension() int { return m.dim }
 
 // Descriptor returns {"kind":"gaussian","version":1,"epsilon":…,"delta":…,
-// "sensitivity":…} (with "calibration":"classic" and "dimension" where they apply).
+// "sensitivity":…} (with "calibration":"classic" and "dimension" where they apply), or
+// {"kind":"gaussian_mu","version":1,"mu":…,"sensitivity":…} for NewGaussianMu.
 func (m *Gaussian) Descriptor() Descriptor {
+	if m.mu > 0 {
+		o := GaussianMuOptions{Mu: m.mu, Sensitivity: m.sens}
+		if m.dim > 1 {
+			o.Dimension = m.dim
+		}
+		return Describe(o)
+	}
 	o := GaussianOptions{Epsilon: m.eps, Delta: m.delta, Sensitivity: m.sens, Calibration: m.cal}
 	if m.dim > 1 {
 		o.Dimension = m.dim
@@ -373,3 +382,90 @@ func (m *Gaussian) ReleaseIntVector(values []int64, src noise.Source) ([]int64, 
 	}
 	return out, nil
 }
+
+// GaussianMuOptions configures a Gaussian mechanism by its Gaussian-DP parameter μ
+// (Dong, Roth and Su, "Gaussian differential privacy", 2022) instead of (ε, δ).
+type GaussianMuOptions struct {
+	Mu          float64 `json:"mu"`                  // required, finite and > 0
+	Sensitivity float64 `json:"sensitivity"`         // ℓ2 sensitivity; required, > 0
+	Dimension   int     `json:"dimension,omitempty"` // coordinates released together; 0 means 1
+}
+
+func (GaussianMuOptions) kind() string                { return "gaussian_mu" }
+func (o GaussianMuOptions) build() (Mechanism, error) { return NewGaussianMu(o) }
+
+func init() { register[GaussianMuOptions]("gaussian_mu", "mu", "sensitivity") }
+
+// NewGaussianMu returns the grid Gaussian mechanism with the least noise whose PLD (see
+// Gaussian.PLD: a continuous Gaussian with μ' = (D+1)/S, or (D₂ + √d)/S for vectors) has
+// μ' ≤ Mu: σ starts at Δ/μ and is raised (doubling, then geometric bisection to 2^−28)
+// until the grid's μ' meets Mu, so the release is Mu-GDP up to the additive term of
+// Gaussian.PLD. Its privacy is a curve, not a point: Guarantee reports the curve's point
+// at ε = 0, δ = 2Φ(μ'/2) − 1 (the total variation, pld.GaussianDelta, rounded up).
+func NewGaussianMu(o GaussianMuOptions) (*Gaussian, error) {
+	if err := positive("mu", o.Mu); err != nil {
+		return nil, err
+	}
+	if err := positive("sensitivity", o.Sensitivity); err != nil {
+		return nil, err
+	}
+	dim := o.Dimension
+	if dim == 0 {
+		dim = 1
+	}
+	if dim < 0 || dim > 1<<20 {
+		return nil, perr("dimension", o.Dimension, "an integer in [0, 2^20]")
+	}
+	sigma := o.Sensitivity / o.Mu
+	if !(sigma > 0) || math.IsInf(sigma, 0) {
+		return nil, perr("mu", o.Mu, "sensitivity/mu finite and > 0 in float64")
+	}
+	m := &Gaussian{sens: o.Sensitivity, dim: dim, sigma: sigma, mu: o.Mu}
+	meets := func(g *noise.SecureGaussian) bool {
+		m.s = g
+		pm, _ := m.PLD()
+		return quoUp(pm.(pld.Gaussian).Sensitivity, pm.(pld.Gaussian).Sigma) <= o.Mu
+	}
+	var best *noise.SecureGaussian
+	tooSmall := func(s float64) (bool, error) {
+		g, err := noise.NewSecureGaussianL2(o.Sensitivity, s, dim)
+		if err != nil {
+			return false, err
+		}
+		if meets(g) {
+			best = g
+			return false, nil
+		}
+		return true, nil
+	}
+	small, err := tooSmall(sigma)
+	if err != nil {
+		return nil, err
+	}
+	if small {
+		lo, hi, found, err := numeric.ExpandUp(sigma, 2, math.MaxFloat64, tooSmall)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ gives this μ on the grid"}
+		}
+		if _, _, err := numeric.Bisect(lo, hi, tooSmall, numeric.Stop{RelTol: 0x1p-28, Geometric: true}); err != nil {
+			return nil, err
+		}
+	}
+	m.s = best
+	if m.dg, err = noise.NewDiscreteGaussian(best.GridSigma()); err != nil {
+		return nil, err
+	}
+	pm, _ := m.PLD()
+	tv, err := pld.GaussianDelta(quoUp(pm.(pld.Gaussian).Sensitivity, pm.(pld.Gaussian).Sigma), 0)
+	if err != nil {
+		return nil, err
+	}
+	m.delta = tv
+	return m, nil
+}
+
+// Mu returns the μ the mechanism was calibrated to by NewGaussianMu (0 for NewGaussian).
+func (m *Gaussian) Mu() float64 { return m.mu }

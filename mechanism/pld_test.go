@@ -110,3 +110,29 @@ func TestGaussianPLDDominates(t *testing.T) {
 		}
 	}
 }
+
+// TestGaussianMu: NewGaussianMu's PLD meets μ and is tight (within 2^-27 relative of μ,
+// from the 2^-28 search and the grid), for scalars and vectors; its descriptor rebuilds it.
+func TestGaussianMu(t *testing.T) {
+	for _, c := range []struct {
+		mu, sens float64
+		dim      int
+	}{{0.5, 1, 0}, {0.01, 3, 0}, {2, 1e-3, 0}, {0.3, 1, 5}} {
+		m, err := NewGaussianMu(GaussianMuOptions{Mu: c.mu, Sensitivity: c.sens, Dimension: c.dim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, _ := m.PLD()
+		got := pm.(pld.Gaussian).Mu()
+		if got > c.mu || got < c.mu*(1-0x1p-26) {
+			t.Errorf("%+v: PLD μ' = %v", c, got)
+		}
+		if tv, _ := pld.GaussianDelta(got, 0); m.Guarantee().Epsilon != 0 || m.Guarantee().Delta < tv {
+			t.Errorf("%+v: guarantee %v below the total variation %v", c, m.Guarantee(), tv)
+		}
+		back, err := FromDescriptor(m.Descriptor())
+		if err != nil || back.(*Gaussian).Sigma() != m.Sigma() {
+			t.Errorf("%+v: rebuilt %v (%v)", c, back, err)
+		}
+	}
+}

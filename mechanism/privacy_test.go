@@ -1,101 +1,24 @@
 package mechanism
 
 import (
-	"fmt"
-	"math"
-	"slices"
 	"testing"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/privtest"
 	"github.com/dpkit/dpkit/noise"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// The empirical privacy check of KOV Thm 2.1: a mechanism is (ε, δ)-DP iff,
-// for every pair of neighbouring inputs and every test, the false-alarm and
-// missed-detection probabilities (P_FA, P_MD) lie in the privacy region
-//
-//	R(ε, δ): P_MD + e^ε P_FA ≥ 1−δ,  e^ε P_MD + P_FA ≥ 1−δ,
-//	         (1−P_MD) + e^ε (1−P_FA) ≥ 1−δ,  e^ε (1−P_MD) + (1−P_FA) ≥ 1−δ.
-//
-// We estimate both rates for threshold tests "reject H0 (input D0) when the output
-// exceeds τ" from n draws under each input, with Clopper–Pearson intervals, and declare a
-// violation only when a constraint fails even at the most favourable ends of the
-// intervals (upper ends where the rate enters with a + sign, lower ends where it enters
-// as 1 − rate). By the union bound over thresholds and the two rates, a correct
-// mechanism is declared in violation with probability at most alpha.
+// The empirical privacy check of KOV Thm 2.1 is package internal/privtest.
 
-// clopperPearson returns the two-sided (1 − a) Clopper–Pearson interval for x successes
-// in n trials.
-func clopperPearson(x, n int, a float64) (lo, hi float64) {
-	if x > 0 {
-		lo = distuv.Beta{Alpha: float64(x), Beta: float64(n - x + 1)}.Quantile(a / 2)
-	}
-	hi = 1
-	if x < n {
-		hi = distuv.Beta{Alpha: float64(x + 1), Beta: float64(n - x)}.Quantile(1 - a/2)
-	}
-	return lo, hi
-}
-
-// violation returns a description of the first threshold test whose rates are outside
-// R(b) beyond statistical doubt, or "" if none is.
-func violation(b dpkit.Budget, out0, out1 []float64, thresholds []float64, alpha float64) string {
-	n0, n1 := len(out0), len(out1)
-	s0, s1 := slices.Clone(out0), slices.Clone(out1)
-	slices.Sort(s0)
-	slices.Sort(s1)
-	a := alpha / float64(2*len(thresholds)) // Bonferroni over the rates of every test
-	e := math.Exp(b.Epsilon)
-	for _, tau := range thresholds {
-		// P_FA = P(out > τ | D0); P_MD = P(out ≤ τ | D1).
-		fa := n0 - sortedCountLE(s0, tau)
-		md := sortedCountLE(s1, tau)
-		faLo, faHi := clopperPearson(fa, n0, a)
-		mdLo, mdHi := clopperPearson(md, n1, a)
-		one := 1 - b.Delta
-		switch {
-		case mdHi+e*faHi < one:
-			return fmt.Sprintf("τ=%g: P_MD + e^ε P_FA ≤ %.4f + e^ε·%.4f < 1−δ", tau, mdHi, faHi)
-		case e*mdHi+faHi < one:
-			return fmt.Sprintf("τ=%g: e^ε P_MD + P_FA ≤ e^ε·%.4f + %.4f < 1−δ", tau, mdHi, faHi)
-		case (1-mdLo)+e*(1-faLo) < one:
-			return fmt.Sprintf("τ=%g: (1−P_MD) + e^ε(1−P_FA) < 1−δ (P_MD ≥ %.4f, P_FA ≥ %.4f)", tau, mdLo, faLo)
-		case e*(1-mdLo)+(1-faLo) < one:
-			return fmt.Sprintf("τ=%g: e^ε(1−P_MD) + (1−P_FA) < 1−δ (P_MD ≥ %.4f, P_FA ≥ %.4f)", tau, mdLo, faLo)
-		}
-	}
-	return ""
-}
-
-func sortedCountLE(s []float64, tau float64) int {
-	i, _ := slices.BinarySearchFunc(s, tau, func(x, t float64) int {
-		if x <= t {
-			return -1
-		}
-		return 1
-	})
-	return i
-}
+var (
+	violation      = privtest.Violation
+	sample         = privtest.Sample
+	grid           = privtest.Grid
+	clopperPearson = privtest.ClopperPearson
+)
 
 // privacyAlpha is the false-rejection probability of each empirical privacy check.
 const privacyAlpha = 1e-7
-
-func sample(n int, f func() float64) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = f()
-	}
-	return out
-}
-
-func grid(lo, hi float64, k int) []float64 {
-	g := make([]float64, k)
-	for i := range g {
-		g[i] = lo + (hi-lo)*float64(i)/float64(k-1)
-	}
-	return g
-}
 
 // TestEmpiricalPrivacy runs the check on every real-valued and discrete mechanism with
 // neighbouring inputs at distance Δ, over a grid of thresholds spanning the outputs.

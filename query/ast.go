@@ -27,20 +27,52 @@ func (a Agg) String() string {
 	return "Agg(" + strconv.Itoa(int(a)) + ")"
 }
 
+// Aggregate is one aggregate of a query's SELECT list.
+type Aggregate struct {
+	Func   Agg
+	Column string  // aggregated column; "" for COUNT(*)
+	P      float64 // quantile in (0, 1) for QUANTILE (0.5 for MEDIAN)
+
+	Pos, ColumnPos int
+}
+
+// String returns the aggregate's canonical text, e.g. "COUNT(*)", "QUANTILE(x, 0.9)":
+// the name the answer gives it.
+func (a Aggregate) String() string {
+	var b strings.Builder
+	b.WriteString(a.Func.String() + "(")
+	switch a.Func {
+	case Count:
+		b.WriteString("*")
+	case Quantile:
+		b.WriteString(quoteIdent(a.Column) + ", " + strconv.FormatFloat(a.P, 'g', -1, 64))
+	default:
+		b.WriteString(quoteIdent(a.Column))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // Query is a parsed query of the SQL subset
 //
-//	SELECT agg FROM table [WHERE cond] [GROUP BY col]
+//	SELECT agg [, agg …] FROM table [WHERE cond] [GROUP BY col [, col …]]
 //
-// Positions (…Pos) are byte offsets in the query text, for error messages.
+// Positions (…Pos) are byte offsets in the query text, for error messages. Agg, Column,
+// P, AggPos and ColumnPos repeat the first aggregate, GroupBy and GroupByPos the first
+// grouping column ("" when none), for queries of one aggregate and one grouping column.
 type Query struct {
+	Aggregates   []Aggregate // in SELECT order; at least one
+	Table        string
+	Where        Expr     // nil when there is no WHERE clause
+	GroupColumns []string // in GROUP BY order; nil when there is no GROUP BY clause
+
 	Agg     Agg
-	Column  string  // aggregated column; "" for COUNT(*)
-	P       float64 // quantile in [0, 1] for QUANTILE (0.5 for MEDIAN)
-	Table   string
-	Where   Expr   // nil when there is no WHERE clause
-	GroupBy string // "" when there is no GROUP BY clause
+	Column  string
+	P       float64
+	GroupBy string
 
 	AggPos, ColumnPos, TablePos, GroupByPos int
+	GroupColumnPos                          []int
 }
 
 // Expr is a WHERE condition: a *Comparison or a *Logic.
@@ -104,22 +136,25 @@ func (l *Logic) write(b *strings.Builder, parentAnd bool) {
 // tokens, parentheses only where OR is nested in AND. Parsing it gives the same query.
 func (q *Query) String() string {
 	var b strings.Builder
-	b.WriteString("SELECT " + q.Agg.String() + "(")
-	switch q.Agg {
-	case Count:
-		b.WriteString("*")
-	case Quantile:
-		b.WriteString(quoteIdent(q.Column) + ", " + strconv.FormatFloat(q.P, 'g', -1, 64))
-	default:
-		b.WriteString(quoteIdent(q.Column))
+	b.WriteString("SELECT ")
+	for i, a := range q.Aggregates {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.String())
 	}
-	b.WriteString(") FROM " + quoteIdent(q.Table))
+	b.WriteString(" FROM " + quoteIdent(q.Table))
 	if q.Where != nil {
 		b.WriteString(" WHERE ")
 		q.Where.write(&b, false)
 	}
-	if q.GroupBy != "" {
-		b.WriteString(" GROUP BY " + quoteIdent(q.GroupBy))
+	for i, g := range q.GroupColumns {
+		if i == 0 {
+			b.WriteString(" GROUP BY ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(g))
 	}
 	return b.String()
 }

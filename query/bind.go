@@ -8,11 +8,27 @@ import (
 // bound is a query checked against a table: its columns resolved and its WHERE
 // condition compiled into a predicate over the stored columns.
 type bound struct {
-	q     *Query
-	t     *Table
-	agg   *column // aggregated column; nil for COUNT(*)
-	group *column // GROUP BY column, or the HISTOGRAM column; nil if none
-	where pred    // nil when every row is selected
+	q         *Query
+	t         *Table
+	aggs      []boundAgg // in SELECT order
+	groups    []*column  // GROUP BY columns, or the HISTOGRAM column; nil if none
+	where     pred       // nil when every row is selected
+	selection bool       // a grouping column has no declared domain: partition selection
+}
+
+// boundAgg is one aggregate with its column resolved (nil for COUNT(*) and HISTOGRAM,
+// which counts rows per value of its column, a grouping column).
+type boundAgg struct {
+	Aggregate
+	col *column
+}
+
+// fn returns the aggregate function, HISTOGRAM read as COUNT.
+func (a *boundAgg) fn() Agg {
+	if a.Func == Histogram {
+		return Count
+	}
+	return a.Func
 }
 
 // bind checks q against t's schema; table is the name the query must use in FROM.
@@ -22,43 +38,30 @@ func bind(q *Query, t *Table, table string) (*bound, error) {
 		return nil, errorf(q.TablePos, "unknown table %s (this dataset is %s)", quoteIdent(q.Table), table)
 	}
 	b := &bound{q: q, t: t}
-	col := func(name string, pos int) (*column, error) {
-		i := t.schema.column(name)
-		if i < 0 {
-			return nil, errorf(pos, "unknown column %s (columns: %s)", quoteIdent(name), t.columnList())
-		}
-		return &t.cols[i], nil
-	}
-	if q.Agg != Count {
-		c, err := col(q.Column, q.ColumnPos)
+	for _, a := range q.Aggregates {
+		ba, err := b.bindAggregate(a)
 		if err != nil {
 			return nil, err
 		}
-		switch q.Agg {
-		case Sum, Avg, Median, Quantile:
-			if c.decl.Type == String {
-				return nil, errorf(q.ColumnPos, "%s needs a numeric column; %s is a string column", q.Agg, c.decl.Name)
-			}
-			b.agg = c
-		case Histogram:
-			if c.domain.keys == nil {
-				return nil, errorf(q.ColumnPos, "HISTOGRAM needs a column with a declared domain; %s has none", c.decl.Name)
-			}
-			if q.GroupBy != "" {
-				return nil, errorf(q.GroupByPos, "HISTOGRAM cannot be combined with GROUP BY (use COUNT(*) … GROUP BY)")
-			}
-			b.group = c
-		}
+		b.aggs = append(b.aggs, ba)
 	}
-	if q.GroupBy != "" {
-		c, err := col(q.GroupBy, q.GroupByPos)
+	seen := map[*column]bool{}
+	for i, name := range q.GroupColumns {
+		c, err := b.col(name, q.GroupColumnPos[i])
 		if err != nil {
 			return nil, err
 		}
-		if c.domain.keys == nil {
-			return nil, errorf(q.GroupByPos, "GROUP BY needs a column with a declared domain; %s has none", c.decl.Name)
+		pos := q.GroupColumnPos[i]
+		switch {
+		case seen[c]:
+			return nil, errorf(pos, "%s appears twice in GROUP BY", c.decl.Name)
+		case c.decl.Type == Float:
+			return nil, errorf(pos, "GROUP BY on a float column (%s): declare it int or string to group by it", c.decl.Name)
+		case c.domain.keys == nil:
+			b.selection = true // keys found in the data, released by partition selection
 		}
-		b.group = c
+		seen[c] = true
+		b.groups = append(b.groups, c)
 	}
 	if q.Where != nil {
 		p, err := b.compile(q.Where)
@@ -68,6 +71,48 @@ func bind(q *Query, t *Table, table string) (*bound, error) {
 		b.where = p
 	}
 	return b, nil
+}
+
+// col resolves a column name.
+func (b *bound) col(name string, pos int) (*column, error) {
+	i := b.t.schema.column(name)
+	if i < 0 {
+		return nil, errorf(pos, "unknown column %s (columns: %s)", quoteIdent(name), b.t.columnList())
+	}
+	return &b.t.cols[i], nil
+}
+
+// bindAggregate checks one aggregate against the schema. HISTOGRAM(col) must be the
+// query's only aggregate, without GROUP BY, and col needs a declared domain: it is
+// COUNT(*) GROUP BY col over that domain.
+func (b *bound) bindAggregate(a Aggregate) (boundAgg, error) {
+	ba := boundAgg{Aggregate: a}
+	if a.Func == Count {
+		return ba, nil
+	}
+	c, err := b.col(a.Column, a.ColumnPos)
+	if err != nil {
+		return ba, err
+	}
+	switch a.Func {
+	case Sum, Avg, Median, Quantile:
+		if c.decl.Type == String {
+			return ba, errorf(a.ColumnPos, "%s needs a numeric column; %s is a string column", a.Func, c.decl.Name)
+		}
+		ba.col = c
+	case Histogram:
+		q := b.q
+		switch {
+		case len(q.Aggregates) > 1:
+			return ba, errorf(a.Pos, "HISTOGRAM must be the only aggregate (use COUNT(*) … GROUP BY %s with other aggregates)", c.decl.Name)
+		case q.GroupColumns != nil:
+			return ba, errorf(q.GroupByPos, "HISTOGRAM cannot be combined with GROUP BY (use COUNT(*) … GROUP BY)")
+		case c.domain.keys == nil:
+			return ba, errorf(a.ColumnPos, "HISTOGRAM needs a column with a declared domain; %s has none", c.decl.Name)
+		}
+		b.groups = []*column{c}
+	}
+	return ba, nil
 }
 
 func (t *Table) columnList() string {

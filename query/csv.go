@@ -155,11 +155,12 @@ type loader struct {
 	dicts   []map[string]uint32 // String columns: value → dictionary code
 	clamped []int               // values moved to the bounds, per column
 
-	unitID  uint64           // the current row's unit
-	byCode  bool             // the unit column is a String column: ids are dictionary codes
-	perCode []int32          // rows seen per unit, by code (byCode)
-	perUnit map[uint64]int32 // rows seen per unit (otherwise)
-	unitIDs []uint64         // unit of every kept row (random selection only)
+	unitID  uint64            // the current row's unit
+	byCode  bool              // the unit column is a String column: ids are dictionary codes
+	perCode []int32           // rows seen per unit, by code (byCode)
+	perUnit map[uint64]int32  // rows seen per unit (otherwise)
+	unitIDs []uint64          // unit of every kept row (random selection only)
+	dense   map[uint64]uint32 // raw unit id → dense id (not byCode)
 
 	ints   []int64 // the current row, per column
 	floats []float64
@@ -183,6 +184,7 @@ func newLoader(t *Table, field []int, src noise.Source) *loader {
 		l.byCode = t.schema.Columns[l.unit].Type == String
 		if !l.byCode {
 			l.perUnit = map[uint64]int32{}
+			l.dense = map[uint64]uint32{}
 		}
 	}
 	return l
@@ -292,6 +294,19 @@ func (l *loader) admit() bool {
 // appendRow appends the current row to the columns.
 func (l *loader) appendRow() {
 	t := l.t
+	if l.unit >= 0 {
+		id := uint32(l.unitID) // byCode: the dictionary code is dense already
+		if !l.byCode {
+			d, ok := l.dense[l.unitID]
+			if !ok {
+				d = uint32(len(l.dense))
+				l.dense[l.unitID] = d
+			}
+			id = d
+		}
+		t.unitOf = append(t.unitOf, id)
+		t.units = max(t.units, int(id)+1)
+	}
 	for i := range t.cols {
 		c := &t.cols[i]
 		switch c.decl.Type {
@@ -367,12 +382,16 @@ func (t *Table) selectRandom(unitIDs []uint64, perUnit map[uint64]int32, maxRows
 				c.codes[w] = c.codes[r]
 			}
 		}
+		if t.unitOf != nil {
+			t.unitOf[w] = t.unitOf[r]
+		}
 		w++
 	}
 	for i := range t.cols {
 		c := &t.cols[i]
 		c.ints, c.floats, c.codes = shrink(c.ints, w), shrink(c.floats, w), shrink(c.codes, w)
 	}
+	t.unitOf = shrink(t.unitOf, w)
 	t.n = w
 }
 

@@ -188,7 +188,7 @@ var genQuery = rapid.Custom(func(t *rapid.T) refQuery {
 		q.col = rapid.SampledFrom([]string{"x", "f"}).Draw(t, "col")
 	}
 	if q.agg == "QUANTILE" {
-		q.p = rapid.SampledFrom([]float64{0, 0.1, 0.25, 0.3, 0.5, 0.75, 0.9, 1}).Draw(t, "p")
+		q.p = rapid.SampledFrom([]float64{0.001, 0.1, 0.25, 0.3, 0.5, 0.75, 0.9, 0.999}).Draw(t, "p") // p in (0, 1) (#19)
 	}
 	if q.agg == "MEDIAN" {
 		q.p = 0.5

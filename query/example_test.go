@@ -71,8 +71,9 @@ func ExamplePrepare() {
 	}
 	_, err := query.Prepare(t, "salary", "SELECT SUM(name) FROM salary", sensitivity.AddRemove)
 	fmt.Println(err)
-	_, err = query.Prepare(t, "salary", "SELECT COUNT(*) FROM salary GROUP BY name", sensitivity.AddRemove)
-	fmt.Println(err)
+	// name has no declared domain: its keys are released by partition selection.
+	p, _ := query.Prepare(t, "salary", "SELECT COUNT(*) FROM salary GROUP BY name", sensitivity.AddRemove)
+	fmt.Println("GROUP BY name: partition selection", p.Selection, "with share", p.SelectionShare)
 	// Output:
 	// SELECT COUNT(*) FROM salary          COUNT(*)               ℓ1 = 1, share 1
 	// SELECT SUM(salary) FROM salary       SUM(salary)            ℓ1 = 100000, share 1
@@ -81,7 +82,7 @@ func ExamplePrepare() {
 	// SELECT HISTOGRAM(dept) FROM salary   COUNT(*)               ℓ1 = 1, share 1
 	// SELECT MEDIAN(salary) FROM salary    rank utility           ℓ1 = 1, share 1
 	// query: at offset 11: SUM needs a numeric column; name is a string column
-	// query: at offset 37: GROUP BY needs a column with a declared domain; name has none
+	// GROUP BY name: partition selection true with share 0.5
 }
 
 func ExamplePlan_Evaluate() {

@@ -15,11 +15,14 @@ const (
 
 // Parse parses a query of the SQL subset
 //
-//	SELECT COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE(col, p) | HISTOGRAM(col)
+//	SELECT agg [, agg …]
 //	FROM table
 //	[WHERE cond]
-//	[GROUP BY col]
+//	[GROUP BY col [, col …]]
 //	[;]
+//
+// with agg one of COUNT(*), SUM(col), AVG(col), MEDIAN(col), QUANTILE(col, p),
+// HISTOGRAM(col) (at most 32 aggregates and 8 grouping columns),
 //
 // where cond is comparisons "col op literal" (op one of = != <> < <= > >=, literal a
 // number or a 'string', a quote inside doubled; "literal op col" is also accepted) joined by
@@ -87,14 +90,33 @@ func (p *parser) ident(what string) (token, error) {
 	return t, nil
 }
 
+// Limits on the size of a query's SELECT and GROUP BY lists.
+const (
+	maxAggregates   = 32
+	maxGroupColumns = 8
+)
+
 func (p *parser) query() (*Query, error) {
 	if _, err := p.expectKeyword("SELECT"); err != nil {
 		return nil, err
 	}
 	q := &Query{}
-	if err := p.aggregate(q); err != nil {
-		return nil, err
+	for {
+		a, err := p.aggregate()
+		if err != nil {
+			return nil, err
+		}
+		if len(q.Aggregates) == maxAggregates {
+			return nil, errorf(a.Pos, "more than %d aggregates", maxAggregates)
+		}
+		q.Aggregates = append(q.Aggregates, a)
+		if p.peek().kind != tokComma {
+			break
+		}
+		p.next()
 	}
+	first := q.Aggregates[0]
+	q.Agg, q.Column, q.P, q.AggPos, q.ColumnPos = first.Func, first.Column, first.P, first.Pos, first.ColumnPos
 	if _, err := p.expectKeyword("FROM"); err != nil {
 		return nil, err
 	}
@@ -110,15 +132,9 @@ func (p *parser) query() (*Query, error) {
 		}
 	}
 	if isKeyword(p.peek(), "GROUP") {
-		p.next()
-		if _, err := p.expectKeyword("BY"); err != nil {
+		if err := p.groupBy(q); err != nil {
 			return nil, err
 		}
-		t, err := p.ident("a column name")
-		if err != nil {
-			return nil, err
-		}
-		q.GroupBy, q.GroupByPos = t.text, t.pos
 	}
 	semicolon := p.peek().kind == tokSemicolon
 	if semicolon {
@@ -127,7 +143,9 @@ func (p *parser) query() (*Query, error) {
 	if t := p.peek(); t.kind != tokEOF {
 		want := "end of query"
 		switch {
-		case semicolon || q.GroupBy != "":
+		case semicolon:
+		case q.GroupColumns != nil:
+			want = `"," or end of query`
 		case q.Where != nil:
 			want = "AND, OR, GROUP BY or end of query"
 		default:
@@ -138,52 +156,78 @@ func (p *parser) query() (*Query, error) {
 	return q, nil
 }
 
-func (p *parser) aggregate(q *Query) error {
+// groupBy parses GROUP BY col {, col}.
+func (p *parser) groupBy(q *Query) error {
+	p.next()
+	if _, err := p.expectKeyword("BY"); err != nil {
+		return err
+	}
+	for {
+		t, err := p.ident("a column name")
+		if err != nil {
+			return err
+		}
+		if len(q.GroupColumns) == maxGroupColumns {
+			return errorf(t.pos, "more than %d grouping columns", maxGroupColumns)
+		}
+		q.GroupColumns = append(q.GroupColumns, t.text)
+		q.GroupColumnPos = append(q.GroupColumnPos, t.pos)
+		if p.peek().kind != tokComma {
+			break
+		}
+		p.next()
+	}
+	q.GroupBy, q.GroupByPos = q.GroupColumns[0], q.GroupColumnPos[0]
+	return nil
+}
+
+func (p *parser) aggregate() (Aggregate, error) {
+	var a Aggregate
 	t := p.next()
-	q.AggPos = t.pos
+	a.Pos = t.pos
 	if t.kind == tokIdent && !t.quoted {
-		for a, name := range aggNames {
+		for f, name := range aggNames {
 			if strings.EqualFold(t.text, name) {
-				q.Agg = a
+				a.Func = f
 			}
 		}
 	}
-	if q.Agg == 0 {
-		return errorf(t.pos, "expected an aggregate (COUNT, SUM, AVG, MEDIAN, QUANTILE or HISTOGRAM), found %s", t.describe())
+	if a.Func == 0 {
+		return a, errorf(t.pos, "expected an aggregate (COUNT, SUM, AVG, MEDIAN, QUANTILE or HISTOGRAM), found %s", t.describe())
 	}
 	if _, err := p.expect(tokLParen, `"("`); err != nil {
-		return err
+		return a, err
 	}
-	if q.Agg == Count {
+	if a.Func == Count {
 		if _, err := p.expect(tokStar, `"*" (only COUNT(*) is supported)`); err != nil {
-			return err
+			return a, err
 		}
 	} else {
 		c, err := p.ident("a column name")
 		if err != nil {
-			return err
+			return a, err
 		}
-		q.Column, q.ColumnPos = c.text, c.pos
+		a.Column, a.ColumnPos = c.text, c.pos
 	}
-	switch q.Agg {
+	switch a.Func {
 	case Median:
-		q.P = 0.5
+		a.P = 0.5
 	case Quantile:
-		if _, err := p.expect(tokComma, `"," and a quantile in [0, 1]`); err != nil {
-			return err
+		if _, err := p.expect(tokComma, `"," and a quantile p in (0, 1)`); err != nil {
+			return a, err
 		}
-		n, err := p.expect(tokNumber, "a quantile in [0, 1]")
+		n, err := p.expect(tokNumber, "a quantile p in (0, 1)")
 		if err != nil {
-			return err
+			return a, err
 		}
 		v, err := strconv.ParseFloat(n.text, 64)
-		if err != nil || !(v >= 0 && v <= 1) {
-			return errorf(n.pos, "expected a quantile in [0, 1], found %s", n.text)
+		if err != nil || !(v > 0 && v < 1) {
+			return a, errorf(n.pos, "expected a quantile p in (0, 1), found %s", n.text)
 		}
-		q.P = v
+		a.P = v
 	}
 	_, err := p.expect(tokRParen, `")"`)
-	return err
+	return a, err
 }
 
 // or parses cond := and {OR and}.

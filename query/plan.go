@@ -10,22 +10,53 @@ import (
 
 // Plan is a query checked against a table, with what a private release of it needs:
 // the quantities to privatise and their sensitivities, from the declared bounds, the
-// neighbouring relation and the privacy unit's MaxRows (never from the data).
+// neighbouring relation and the privacy unit's bounds (never from the data).
+//
+// It is a logical plan of five steps, each a field: the rows (WHERE), contribution
+// bounding (MaxRows per unit at load; per grouped query at most MaxGroups groups per unit
+// and MaxRowsPerGroup rows in each, in file order), the groups (GroupColumns over their
+// declared domains, or the keys found in the data and released by partition selection),
+// the exact aggregates (Aggregates, each with its Components: counts, sums of clamped
+// values, sorted values), and the mechanisms that add noise to them (Mechanisms, which
+// never see rows). Execute runs the exact steps (in memory); another executor may run
+// them elsewhere from the same fields.
 //
 // A Plan holds a reference to its Table and is safe for concurrent use.
 type Plan struct {
 	Query     *Query
 	Neighbour sensitivity.Neighbour
-	MaxRows   int      // rows one privacy unit may contribute (1 without a privacy unit)
-	Groups    []string // the declared domain for GROUP BY / HISTOGRAM, in order; nil if ungrouped
+	MaxRows   int // rows one privacy unit may contribute (1 without a privacy unit)
+	// MaxGroups and MaxRowsPerGroup are the bounds applied to grouped queries: the
+	// declared ones (PrivacyUnit), else MaxRows; MaxGroups is also at most the number of
+	// declared groups.
+	MaxGroups, MaxRowsPerGroup int
 
-	// Components are the quantities released with noise, each with its share of ε
-	// (shares add up to 1). COUNT, SUM and HISTOGRAM have one component, AVG two (a
-	// centred sum and a count), MEDIAN and QUANTILE one (the rank utility of the
-	// exponential mechanism).
+	GroupColumns []string   // GROUP BY columns (HISTOGRAM: its column); nil if ungrouped
+	Keys         [][]string // the declared groups (domains' product, first column slowest); nil if ungrouped or Selection
+	Groups       []string   // Keys of a single grouping column (one value each); nil otherwise
+	// Selection is true when a grouping column has no declared domain: the groups are the
+	// keys found in the data, and only those kept by partition selection are released
+	// (a release then needs δ > 0).
+	Selection bool
+
+	// Aggregates are the query's aggregates in SELECT order, each with its components.
+	Aggregates []AggregatePlan
+	// Components are all the quantities released with noise, aggregate by aggregate,
+	// each with its share of the cost (shares add up to 1 with the selection's).
 	Components []Component
+	// SelectionShare is the share of ε that partition selection takes (0 without it).
+	SelectionShare float64
 
 	b *bound
+}
+
+// AggregatePlan is one aggregate of a plan.
+type AggregatePlan struct {
+	Text       string // canonical text, e.g. "SUM(salary)"
+	Func       Agg    // HISTOGRAM is planned as COUNT
+	Column     string
+	P          float64
+	Components []Component
 }
 
 // Component is one quantity a release privatises.
@@ -33,18 +64,21 @@ type Component struct {
 	Quantity string  // e.g. "COUNT(*)", "SUM(salary)", "SUM(salary − 55000)", "rank utility"
 	L1       float64 // ℓ1 sensitivity over all groups (for the exponential mechanism: Δu)
 	L2       float64 // ℓ2 sensitivity over all groups
-	Share    float64 // fraction of the query's ε spent on it
-	Centre   float64 // AVG only: the public centre c subtracted from every value
+	// Share is the fraction of the query's cost spent on it: of ε for pure-ε releases,
+	// of μ² for Gaussian ones (the split rule of Plan.Mechanisms).
+	Share  float64
+	Centre float64 // AVG only: the public centre c subtracted from every value
 
 	kind componentKind // which mechanism releases it
+	agg  int           // index of its aggregate
 }
 
 // componentKind says which mechanism releases a component.
 type componentKind int
 
 const (
-	countComponent componentKind = iota // mechanism.Geometric
-	sumComponent                        // mechanism.Laplace
+	countComponent componentKind = iota // mechanism.Geometric (or Gaussian, integer)
+	sumComponent                        // mechanism.Laplace (or Gaussian)
 	rankComponent                       // mechanism.Quantile
 )
 
@@ -57,25 +91,28 @@ const sumSlack = 0x1p-52
 // default of dpkit; sensitivity.ReplaceOne: replace one unit's rows by another's).
 // Syntax and schema errors are *Error values with the byte offset of the problem.
 //
-// Sensitivities (m = MaxRows, [lo, hi] the declared bounds, B = max(|lo|, |hi|)):
+// Sensitivities (m = MaxRows, g = MaxGroups, c = MaxRowsPerGroup, [lo, hi] the declared
+// bounds, B = max(|lo|, |hi|); package sensitivity):
 //
 //	COUNT(*)                 sensitivity.Count(nb, m)                       = m
-//	COUNT(*) GROUP BY, HISTOGRAM  ℓ1, ℓ2 = sensitivity.Histogram(nb, m)       (m, m | 2m, √2·m)
+//	COUNT(*) GROUP BY …, HISTOGRAM   sensitivity.Grouped(nb, m, g, c, 1):  ℓ1 = min(m, g·c),
+//	                         ℓ2 = √(k·c² + r²) (k = min(g, ⌊m/c⌋) groups filled to c, r
+//	                         left over); ReplaceOne 2ℓ1, √2ℓ2 (with g = c = m: m, m | 2m, √2·m)
 //	SUM(col)                 sensitivity.Sum(nb, lo, hi, m)                 (m·B | replace: see there)
-//	SUM(col) GROUP BY        AddRemove: sensitivity.Sum(AddRemove, lo, hi, m); ReplaceOne: twice
-//	                         that (the unit's rows may leave one group and enter another)
+//	SUM(col) GROUP BY …      sensitivity.Grouped(nb, m, g, c, B) (ReplaceOne: 2ℓ1, 2ℓ2)
 //	AVG(col)                 a centred sum Σ(x − c), c = (lo+hi)/2, with the SUM rule on
-//	                         [lo−c, hi−c] (m·(hi−lo)/2 under AddRemove), and a count; ε is
-//	                         split equally; the release is c + noisy sum / noisy count
+//	                         [lo−c, hi−c], and a count; the aggregate's share of the cost
+//	                         is split equally; the release is c + noisy sum / noisy count
 //	MEDIAN, QUANTILE(col,p)  rank utility u = −|#{x_i below} − p·n| of the exponential
-//	                         mechanism: Δu = m (AddRemove), 2m (ReplaceOne), summed over groups
+//	                         mechanism: Δu = m (AddRemove), 2m (ReplaceOne); grouped:
+//	                         min(m, g·c), summed over groups (doubled for ReplaceOne)
 //
 // Sums are computed exactly and then rounded to float64 once; since two neighbouring
 // sums of at most MaxRows values of magnitude ≤ B can each be rounded by 2^-53 of
-// MaxRows·B, every changed group adds 2^-52·MaxRows·B = 2^-18·B to the sum's ℓ1
-// sensitivity (at most min(2m, groups) groups change). The stated sensitivity therefore
-// exceeds the exact one by at most a relative 2^-17 ≈ 7.6e-6 (plus one ulp from rounding
-// up); it is never below it.
+// MaxRows·B, every changed group adds 2^-52·MaxRows·B = 2^-18·B to the sum's ℓ1 and ℓ2
+// sensitivities (at most min(g, groups) groups change, twice that for ReplaceOne). The
+// stated sensitivity therefore exceeds the exact one by at most a relative 2^-17 ≈ 7.6e-6
+// (plus one ulp from rounding up); it is never below it.
 func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error) {
 	if nb != sensitivity.AddRemove && nb != sensitivity.ReplaceOne {
 		return nil, &dpkit.ParamError{Pkg: "query", Name: "neighbour", Value: int(nb), Want: "sensitivity.AddRemove or sensitivity.ReplaceOne"}
@@ -88,9 +125,23 @@ func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Query: q, Neighbour: nb, MaxRows: t.schema.maxRows(), b: b}
-	if b.group != nil {
-		p.Groups = append([]string(nil), b.group.domain.keys...)
+	p := &Plan{Query: q, Neighbour: nb, MaxRows: t.schema.maxRows(), b: b, Selection: b.selection}
+	p.MaxGroups, p.MaxRowsPerGroup = t.schema.groupBounds()
+	if b.groups != nil {
+		for _, c := range b.groups {
+			p.GroupColumns = append(p.GroupColumns, c.decl.Name)
+		}
+		if !b.selection {
+			if err := b.checkGroups(); err != nil {
+				return nil, err
+			}
+			p.Keys = b.newGrouping().keyTexts()
+			p.MaxGroups = min(p.MaxGroups, max(len(p.Keys), 1))
+			if len(b.groups) == 1 {
+				p.Groups = b.groups[0].domain.keys
+			}
+		}
+		p.MaxGroups = min(p.MaxGroups, p.MaxRows*p.MaxRowsPerGroup) // more groups than rows cannot be held
 	}
 	if err := p.plan(); err != nil {
 		return nil, err
@@ -98,87 +149,112 @@ func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error
 	return p, nil
 }
 
+// plan computes each aggregate's components, sensitivities and shares (equal shares per
+// aggregate, and per partition selection; AVG halves its share between its sum and count).
 func (p *Plan) plan() error {
-	m, nb, q := p.MaxRows, p.Neighbour, p.Query
-	grouped := p.Groups != nil
-	// changed bounds the number of groups one unit's rows can change.
-	changed := 1
-	if grouped {
-		changed = min(m, len(p.Groups))
-		if nb == sensitivity.ReplaceOne {
-			changed = min(2*m, len(p.Groups))
-		}
+	parts := len(p.b.aggs)
+	if p.Selection {
+		parts++
 	}
-	switch q.Agg {
-	case Count, Histogram:
-		c := Component{Quantity: "COUNT(*)", Share: 1, kind: countComponent}
-		var err error
-		if grouped {
-			c.L1, c.L2, err = sensitivity.Histogram(nb, m)
-		} else {
-			c.L1, err = sensitivity.Count(nb, m)
-			c.L2 = c.L1
-		}
+	share := 1 / float64(parts)
+	for i := range p.b.aggs {
+		a := &p.b.aggs[i]
+		ap := AggregatePlan{Text: a.Aggregate.String(), Func: a.fn(), Column: a.Column, P: a.P}
+		cs, err := p.components(a, share)
 		if err != nil {
 			return err
 		}
-		p.Components = []Component{c}
-	case Sum:
-		lo, hi := p.b.agg.decl.Min, p.b.agg.decl.Max
-		l1, err := p.sumSensitivity(lo, hi, changed)
-		if err != nil {
-			return err
+		for j := range cs {
+			cs[j].agg = i
 		}
-		p.Components = []Component{{Quantity: fmt.Sprintf("SUM(%s)", p.b.agg.decl.Name), L1: l1, L2: l1, Share: 1, kind: sumComponent}}
-	case Avg:
-		lo, hi := p.b.agg.decl.Min, p.b.agg.decl.Max
-		c := lo/2 + hi/2 // any public centre is sound; this one is within [lo, hi]
-		// Half-width of [lo−c, hi−c], rounded up: |x − c| ≤ r for every x in [lo, hi].
-		r := math.Max(subUp(hi, c), subUp(c, lo))
-		l1, err := p.sumSensitivity(-r, r, changed)
-		if err != nil {
-			return err
-		}
-		cl1, cl2, err := sensitivity.Histogram(nb, m)
-		if !grouped {
-			cl1, err = sensitivity.Count(nb, m)
-			cl2 = cl1
-		}
-		if err != nil {
-			return err
-		}
-		p.Components = []Component{
-			{Quantity: fmt.Sprintf("SUM(%s − %g)", p.b.agg.decl.Name, c), L1: l1, L2: l1, Share: 0.5, Centre: c, kind: sumComponent},
-			{Quantity: "COUNT(*)", L1: cl1, L2: cl2, Share: 0.5, kind: countComponent},
-		}
-	case Median, Quantile:
-		du := float64(m)
-		if nb == sensitivity.ReplaceOne {
-			du = 2 * float64(m)
-		}
-		p.Components = []Component{{Quantity: "rank utility", L1: du, L2: du, Share: 1, kind: rankComponent}}
+		ap.Components = cs
+		p.Aggregates = append(p.Aggregates, ap)
+		p.Components = append(p.Components, cs...)
+	}
+	if p.Selection {
+		p.SelectionShare = share
 	}
 	return nil
 }
 
-// sumSensitivity returns the ℓ1 sensitivity of the (grouped) sum of values in [lo, hi],
-// including the float64 rounding slack of the exact sums (see Prepare).
-func (p *Plan) sumSensitivity(lo, hi float64, changed int) (float64, error) {
-	nb := p.Neighbour
-	twice := false
-	if p.Groups != nil && nb == sensitivity.ReplaceOne {
-		nb, twice = sensitivity.AddRemove, true
+// components returns the noisy quantities of one aggregate, at the given share.
+func (p *Plan) components(a *boundAgg, share float64) ([]Component, error) {
+	grouped := p.b.groups != nil
+	switch a.fn() {
+	case Count:
+		l1, l2, err := p.countSensitivity()
+		return []Component{{Quantity: "COUNT(*)", L1: l1, L2: l2, Share: share, kind: countComponent}}, err
+	case Sum:
+		l1, l2, err := p.sumSensitivity(a.col.decl.Min, a.col.decl.Max)
+		return []Component{{Quantity: fmt.Sprintf("SUM(%s)", a.col.decl.Name), L1: l1, L2: l2, Share: share, kind: sumComponent}}, err
+	case Avg:
+		lo, hi := a.col.decl.Min, a.col.decl.Max
+		c := lo/2 + hi/2 // any public centre is sound; this one is within [lo, hi]
+		// Half-width of [lo−c, hi−c], rounded up: |x − c| ≤ r for every x in [lo, hi].
+		r := math.Max(subUp(hi, c), subUp(c, lo))
+		l1, l2, err := p.sumSensitivity(-r, r)
+		if err != nil {
+			return nil, err
+		}
+		cl1, cl2, err := p.countSensitivity()
+		return []Component{
+			{Quantity: fmt.Sprintf("SUM(%s − %g)", a.col.decl.Name, c), L1: l1, L2: l2, Share: share / 2, Centre: c, kind: sumComponent},
+			{Quantity: "COUNT(*)", L1: cl1, L2: cl2, Share: share / 2, kind: countComponent},
+		}, err
 	}
-	s, err := sensitivity.Sum(nb, lo, hi, p.MaxRows)
-	if err != nil {
-		return 0, err
+	// Median, Quantile: a unit's rows move the rank utilities of all groups by Σ c_j.
+	du := float64(p.MaxRows)
+	if grouped {
+		du = float64(min(p.MaxRows, p.MaxGroups*p.MaxRowsPerGroup))
 	}
-	if twice {
-		s *= 2 // exact
+	if p.Neighbour == sensitivity.ReplaceOne {
+		du *= 2
 	}
+	return []Component{{Quantity: "rank utility", L1: du, L2: du, Share: share, kind: rankComponent}}, nil
+}
+
+// countSensitivity returns the ℓ1 and ℓ2 sensitivities of the (grouped) count.
+func (p *Plan) countSensitivity() (float64, float64, error) {
+	if p.b.groups == nil {
+		l1, err := sensitivity.Count(p.Neighbour, p.MaxRows)
+		return l1, l1, err
+	}
+	return sensitivity.Grouped(p.Neighbour, p.MaxRows, p.MaxGroups, p.MaxRowsPerGroup, 1, true)
+}
+
+// changedGroups bounds the number of groups one unit's rows can change.
+func (p *Plan) changedGroups() int {
+	if p.b.groups == nil {
+		return 1
+	}
+	changed := p.MaxGroups
+	if p.Neighbour == sensitivity.ReplaceOne {
+		changed *= 2
+	}
+	if p.Keys != nil {
+		changed = min(changed, len(p.Keys))
+	}
+	return changed
+}
+
+// sumSensitivity returns the ℓ1 and ℓ2 sensitivities of the (grouped) sum of values in
+// [lo, hi], including the float64 rounding slack of the exact sums (see Prepare).
+func (p *Plan) sumSensitivity(lo, hi float64) (float64, float64, error) {
 	b := math.Max(math.Abs(lo), math.Abs(hi))
-	slack := float64(changed) * sumSlack * MaxRows * b // products of powers of two and small integers: exact unless subnormal
-	return math.Nextafter(s+slack, math.Inf(1)), nil
+	var l1, l2 float64
+	var err error
+	if p.b.groups == nil {
+		l1, err = sensitivity.Sum(p.Neighbour, lo, hi, p.MaxRows)
+		l2 = l1
+	} else {
+		l1, l2, err = sensitivity.Grouped(p.Neighbour, p.MaxRows, p.MaxGroups, p.MaxRowsPerGroup, b, false)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	slack := float64(p.changedGroups()) * sumSlack * MaxRows * b // products of powers of two and small integers: exact unless subnormal
+	up := func(s float64) float64 { return math.Nextafter(s+slack, math.Inf(1)) }
+	return up(l1), up(l2), nil
 }
 
 // subUp returns a float64 ≥ a − b.
@@ -189,29 +265,43 @@ func subUp(a, b float64) float64 {
 
 // Result is the exact, NOT private, answer to a query: for tests and for the curator.
 type Result struct {
-	Value  float64       // the aggregate (ungrouped queries); NaN for AVG/MEDIAN/QUANTILE of no rows
-	Groups []GroupResult // one per declared domain value, in declared order (grouped queries)
+	Value  float64       // the first aggregate (ungrouped queries); NaN for AVG/MEDIAN/QUANTILE of no rows
+	Values []float64     // every aggregate, in SELECT order (ungrouped queries)
+	Groups []GroupResult // one per group (grouped queries): declared groups in order, or the keys found
 }
 
-// GroupResult is the exact aggregate of one group.
+// GroupResult is the exact aggregates of one group.
 type GroupResult struct {
-	Key   string
-	Value float64
+	Key    string    // the first grouping column's value
+	Keys   []string  // one value per grouping column
+	Value  float64   // the first aggregate
+	Values []float64 // every aggregate
+	Units  int64     // distinct privacy units holding the group (after contribution bounding)
 }
 
-// Evaluate computes the exact aggregate, per group of the declared domain for grouped
-// queries (groups with no rows included; rows whose value is outside the domain in none).
-// The result is NOT differentially private. Counts and sums are exact (sums rounded once
-// to the nearest float64), AVG is the exact mean rounded once, and the p-quantile is the
+// Evaluate computes the exact aggregates: per group for grouped queries (every declared
+// group, those with no rows included, rows whose value is outside a domain in none; or,
+// with partition selection, every key found in the data — none of them selected). The
+// result is NOT differentially private. Counts and sums are exact (sums rounded once to
+// the nearest float64), AVG is the exact mean rounded once, and the p-quantile is the
 // value of rank ⌈p·n⌉ (at least 1) among the n selected values in increasing order.
 func (p *Plan) Evaluate() *Result {
-	gs := p.b.stats()
-	if p.Groups == nil {
-		return &Result{Value: p.b.exactValue(&gs[0])}
+	e := p.execute()
+	row := func(s int) []float64 {
+		v := make([]float64, len(p.b.aggs))
+		for i := range v {
+			v[i] = p.b.value(e, i, s)
+		}
+		return v
 	}
-	r := &Result{Groups: make([]GroupResult, len(gs))}
-	for i := range gs {
-		r.Groups[i] = GroupResult{Key: p.Groups[i], Value: p.b.exactValue(&gs[i])}
+	if e.keys == nil {
+		v := row(0)
+		return &Result{Value: v[0], Values: v}
+	}
+	r := &Result{Groups: make([]GroupResult, e.groups())}
+	for s := range r.Groups {
+		v := row(s)
+		r.Groups[s] = GroupResult{Key: e.keys[s][0], Keys: e.keys[s], Value: v[0], Values: v, Units: e.units[s]}
 	}
 	return r
 }

@@ -73,9 +73,17 @@ type Column struct {
 // PrivacyUnit names the column identifying the person (or other unit) a row belongs to,
 // and the largest number of rows one unit may contribute. Rows beyond MaxRows of a unit
 // are dropped on load (contribution bounding, see LoadOptions).
+//
+// For grouped queries two optional bounds apply per query (contribution bounding in the
+// plan, see Plan): a unit counts in at most MaxGroups groups (its rows in further groups,
+// in file order, are left out of that query) and with at most MaxRowsPerGroup rows in
+// each. They lower the sensitivities of grouped answers, the ℓ2 ones most (docs/query.md),
+// and MaxGroups is the max_partitions of partition selection.
 type PrivacyUnit struct {
-	Column  string
-	MaxRows int // in [1, 2^20]
+	Column          string
+	MaxRows         int // in [1, 2^20]
+	MaxGroups       int // in [1, 2^20]; 0: not declared (MaxRows)
+	MaxRowsPerGroup int // in [1, MaxRows]; 0: not declared (MaxRows)
 }
 
 // Schema declares a table: its columns and, optionally, its privacy unit. Without a
@@ -91,6 +99,22 @@ func (s *Schema) maxRows() int {
 		return 1
 	}
 	return s.Unit.MaxRows
+}
+
+// groupBounds returns the groups g one unit may count in and the rows c it may have in
+// each, for a grouped query: the declared bounds, MaxRows where none is declared.
+func (s *Schema) groupBounds() (g, c int) {
+	m := s.maxRows()
+	g, c = m, m
+	if u := s.Unit; u != nil {
+		if u.MaxGroups > 0 {
+			g = u.MaxGroups
+		}
+		if u.MaxRowsPerGroup > 0 {
+			c = u.MaxRowsPerGroup
+		}
+	}
+	return g, c
 }
 
 // column returns the index of the column named name (case-insensitive), or -1.
@@ -181,6 +205,16 @@ func (s *Schema) Validate() error {
 		}
 		if err := dpkit.InPackage("query", dpkit.CheckCount("privacy_unit.max_rows", int64(u.MaxRows), maxMaxRows)); err != nil {
 			return err
+		}
+		if u.MaxGroups != 0 {
+			if err := dpkit.InPackage("query", dpkit.CheckCount("privacy_unit.max_groups", int64(u.MaxGroups), maxMaxRows)); err != nil {
+				return err
+			}
+		}
+		if u.MaxRowsPerGroup != 0 {
+			if err := dpkit.InPackage("query", dpkit.CheckCount("privacy_unit.max_rows_per_group", int64(u.MaxRowsPerGroup), int64(u.MaxRows))); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -13,7 +13,8 @@ import (
 // TestSensitivityBoundsNeighbours is the defining property of the planned sensitivities:
 // for neighbouring tables — one privacy unit's rows added (AddRemove) or replaced by a
 // new unit's rows (ReplaceOne), the new unit bringing up to 2·MaxRows rows so that
-// contribution bounding is exercised — the exact aggregates differ by at most the stated
+// contribution bounding is exercised, at load (MaxRows) and per grouped query (random
+// MaxGroups and MaxRowsPerGroup) — the exact aggregates differ by at most the stated
 // ℓ1 sensitivity summed over groups (and by at most ℓ2 in the Euclidean norm); for
 // MEDIAN/QUANTILE the rank utility of every candidate output differs by at most Δu.
 // Differences are computed exactly (math/big), on the statistics of every group.
@@ -42,8 +43,12 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 			neighbour = append(neighbour[:i], append([]refRow{r}, neighbour[i:]...)...)
 		}
 		q := genQuery.Draw(t, "query")
+		// Per-query bounds of grouped queries (0: not declared).
+		schema := refSchema(maxRows)
+		schema.Unit.MaxGroups = rapid.IntRange(0, 3).Draw(t, "maxGroups")
+		schema.Unit.MaxRowsPerGroup = rapid.IntRange(0, maxRows).Draw(t, "perGroup")
 		load := func(rs []refRow) *Plan {
-			tab, err := LoadCSV(strings.NewReader(refCSV(rs)), refSchema(maxRows), LoadOptions{})
+			tab, err := LoadCSV(strings.NewReader(refCSV(rs)), schema, LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,13 +59,13 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 			return p
 		}
 		p, p2 := load(rows), load(neighbour)
-		gs, gs2 := p.b.stats(), p2.b.stats()
+		e, e2 := p.execute(), p2.execute()
 
 		// diff returns the ℓ1 and squared ℓ2 distances of f over the groups, exactly.
-		diff := func(f func(g *groupStats) *big.Rat) [2]float64 {
+		diff := func(f func(e *exact, s int) *big.Rat) [2]float64 {
 			s1, s2 := new(big.Rat), new(big.Rat)
-			for i := range gs {
-				d := new(big.Rat).Sub(f(&gs[i]), f(&gs2[i]))
+			for s := range e.count {
+				d := new(big.Rat).Sub(f(e, s), f(e2, s))
 				s2.Add(s2, new(big.Rat).Mul(d, d))
 				s1.Add(s1, d.Abs(d))
 			}
@@ -75,12 +80,12 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 					q.sql(), nb, maxRows, c.Quantity, l1, math.Sqrt(l2sq), c.L1, c.L2)
 			}
 		}
-		count := func(g *groupStats) *big.Rat { return big.NewRat(g.count, 1) }
+		count := func(e *exact, s int) *big.Rat { return big.NewRat(e.count[s], 1) }
 		grid := 1.0
-		if p.b.agg != nil {
-			grid = p.b.agg.unitGrid()
+		if col := p.b.aggs[0].col; col != nil {
+			grid = col.unitGrid()
 		}
-		sum := func(g *groupStats) *big.Rat { r, _ := exactSum(g, grid).Rat(nil); return r }
+		sum := func(e *exact, s int) *big.Rat { r, _ := exactSum(e.sums[0][s], grid).Rat(nil); return r }
 		switch q.agg {
 		case "COUNT", "HISTOGRAM":
 			check(p.Components[0], diff(count))
@@ -88,8 +93,8 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 			check(p.Components[0], diff(sum))
 		case "AVG":
 			c := new(big.Rat).SetFloat64(p.Components[0].Centre)
-			centred := func(g *groupStats) *big.Rat {
-				return new(big.Rat).Sub(sum(g), new(big.Rat).Mul(c, count(g)))
+			centred := func(e *exact, s int) *big.Rat {
+				return new(big.Rat).Sub(sum(e, s), new(big.Rat).Mul(c, count(e, s)))
 			}
 			check(p.Components[0], diff(centred))
 			check(p.Components[1], diff(count))
@@ -97,14 +102,14 @@ func TestSensitivityBoundsNeighbours(t *testing.T) {
 			// Rank utility u(y) = −|#{x_i < y} − p·n| at candidate outputs y: the data
 			// values, the bounds and points between them.
 			for _, y := range []float64{-50, -49.5, -2, -1.75, 0, 0.25, 1, 2.5, 3, 49, 99.5, 100} {
-				util := func(g *groupStats) *big.Rat {
+				util := func(e *exact, s int) *big.Rat {
 					below := 0
-					for _, v := range g.values {
+					for _, v := range e.values[0][s] {
 						if v < y {
 							below++
 						}
 					}
-					u := new(big.Rat).Mul(new(big.Rat).SetFloat64(q.p), big.NewRat(g.count, 1))
+					u := new(big.Rat).Mul(new(big.Rat).SetFloat64(q.p), big.NewRat(e.count[s], 1))
 					u.Sub(big.NewRat(int64(below), 1), u)
 					return u.Abs(u)
 				}

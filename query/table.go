@@ -13,6 +13,8 @@ type Table struct {
 	n      int
 	cols   []column
 	stats  Stats
+	unitOf []uint32 // with a privacy unit: each row's unit, a dense id by its raw value
+	units  int      // number of distinct units
 }
 
 // column holds one column's values; exactly one of ints, floats, codes is used.

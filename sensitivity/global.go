@@ -218,3 +218,65 @@ func sqrtUp(x *big.Float) float64 {
 		s = math.Nextafter(s, math.Inf(1))
 	}
 }
+
+// Grouped returns the ℓ1 and ℓ2 global sensitivities of a vector of per-group counts
+// (scale = 1) or per-group sums of values of magnitude ≤ scale, when one unit
+// contributes at most maxRows = m rows in total, to at most maxGroups = g groups and with
+// at most perGroup = c rows in each (contribution bounding of grouped queries; the L0 and
+// L∞ bounds of practitioners' DP SQL). With k = min(g, ⌊m/c⌋) full groups and a
+// remainder r = min(c, m − k·c) in one more group when k < g (r = 0 otherwise):
+//
+//	AddRemove:   ℓ1 = min(m, g·c)·scale,   ℓ2 = √(k·c² + r²)·scale
+//	ReplaceOne:  ℓ1 = 2·ℓ1(AddRemove),     ℓ2 = √2·ℓ2(AddRemove) for counts,
+//	                                         2·ℓ2(AddRemove) for sums (scale > 1 or signed)
+//
+// AddRemove: the unit's per-group contributions c_j satisfy c_j ≤ c, Σ c_j ≤ m and at
+// most g of them are non-zero; Σ c_j and Σ c_j² are largest when the groups are filled
+// to c one after another. ReplaceOne removes one such vector u and adds another v; for
+// counts u, v ≥ 0, so ‖v − u‖₂² ≤ ‖u‖₂² + ‖v‖₂²; sums may have either sign, and the
+// triangle inequality gives twice. With g = c = m (nothing declared) this is Histogram.
+// Results are rounded up. isCount selects the counts' ReplaceOne ℓ2.
+func Grouped(nb Neighbour, maxRows, maxGroups, perGroup int, scale float64, isCount bool) (l1, l2 float64, err error) {
+	if err := checkNeighbour(nb); err != nil {
+		return 0, 0, err
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"maxRows", maxRows}, {"maxGroups", maxGroups}, {"perGroup", perGroup}} {
+		if err := checkRows(c.name, c.v); err != nil {
+			return 0, 0, err
+		}
+	}
+	if math.IsNaN(scale) || math.IsInf(scale, 0) || scale <= 0 {
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "scale", Value: scale, Want: "a finite number > 0"}
+	}
+	m, g, c := int64(maxRows), int64(maxGroups), int64(min(perGroup, maxRows))
+	k := min(g, m/c)
+	var r int64
+	if k < g {
+		r = min(c, m-k*c)
+	}
+	s := exact(scale)
+	sum := exact(0).Mul(exactInt(int(min(m, g*c))), s)
+	sq := exactInt(int(k))
+	sq.Mul(sq, exactInt(int(c*c)))
+	sq.Add(sq, exactInt(int(r*r)))
+	sq.Mul(sq, exact(0).Mul(s, s))
+	switch {
+	case nb == ReplaceOne && isCount:
+		sum.Mul(sum, big.NewFloat(2))
+		sq.Mul(sq, big.NewFloat(2))
+	case nb == ReplaceOne:
+		sum.Mul(sum, big.NewFloat(2))
+		sq.Mul(sq, big.NewFloat(4))
+	}
+	if l1, err = finite(up(sum), "scale", scale); err != nil {
+		return 0, 0, err
+	}
+	l2 = sqrtUp(sq)
+	if math.IsInf(l2, 0) {
+		return 0, 0, &dpkit.ParamError{Pkg: "sensitivity", Name: "scale", Value: scale, Want: "a scale whose squared sensitivity is finite"}
+	}
+	return l1, l2, nil
+}

@@ -198,3 +198,85 @@ func TestInvalid(t *testing.T) {
 		t.Error("Neighbour.String")
 	}
 }
+
+// TestGroupedBruteForce: Grouped against the definition, by enumeration of every
+// contribution of one unit (c_j ≤ c rows in each of at most g of 4 groups, Σ c_j ≤ m)
+// for counts and for sums of values in {−2, …, 2} (scale 2): AddRemove is attained
+// exactly; ReplaceOne (remove one contribution, add another) never exceeds it.
+func TestGroupedBruteForce(t *testing.T) {
+	const groups = 4
+	for m := 1; m <= 5; m++ {
+		for g := 1; g <= 4; g++ {
+			for c := 1; c <= m; c++ {
+				var vecs [][groups]int
+				var rec func(j, left, used int, v [groups]int)
+				rec = func(j, left, used int, v [groups]int) {
+					if j == groups {
+						vecs = append(vecs, v)
+						return
+					}
+					for x := 0; x <= min(c, left); x++ {
+						if x > 0 && used == g {
+							break
+						}
+						v[j] = x
+						u := used
+						if x > 0 {
+							u++
+						}
+						rec(j+1, left-x, u, v)
+					}
+				}
+				rec(0, m, 0, [groups]int{})
+				norms := func(d [groups]float64) (float64, float64) {
+					var l1, l2 float64
+					for _, x := range d {
+						l1 += math.Abs(x)
+						l2 += x * x
+					}
+					return l1, math.Sqrt(l2)
+				}
+				var ar1, ar2, rp1, rp2 float64
+				for _, u := range vecs {
+					var d [groups]float64
+					for j := range d {
+						d[j] = float64(u[j])
+					}
+					a1, a2 := norms(d)
+					ar1, ar2 = max(ar1, a1), max(ar2, a2)
+					for _, v := range vecs {
+						for j := range d {
+							d[j] = float64(v[j] - u[j])
+						}
+						r1, r2 := norms(d)
+						rp1, rp2 = max(rp1, r1), max(rp2, r2)
+					}
+				}
+				l1, l2, err := Grouped(AddRemove, m, g, c, 1, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// At most groups (4) groups exist here: the formula with g' = min(g, 4) is attained.
+				if l1 != ar1 || math.Abs(l2-ar2) > 1e-12*ar2 {
+					t.Errorf("m=%d g=%d c=%d AddRemove counts: (%v, %v), enumeration (%v, %v)", m, g, c, l1, l2, ar1, ar2)
+				}
+				r1, r2, _ := Grouped(ReplaceOne, m, g, c, 1, true)
+				if r1 < rp1 || r2 < rp2*(1-1e-15) {
+					t.Errorf("m=%d g=%d c=%d ReplaceOne counts: (%v, %v) below the enumeration (%v, %v)", m, g, c, r1, r2, rp1, rp2)
+				}
+				s1, s2, _ := Grouped(AddRemove, m, g, c, 2, false)
+				if s1 != 2*ar1 || math.Abs(s2-2*ar2) > 1e-12*ar2 {
+					t.Errorf("m=%d g=%d c=%d AddRemove sums: (%v, %v), want (%v, %v)", m, g, c, s1, s2, 2*ar1, 2*ar2)
+				}
+			}
+		}
+	}
+	// Nothing declared (g = c = m): the histogram's sensitivities.
+	for _, nb := range []Neighbour{AddRemove, ReplaceOne} {
+		h1, h2, _ := Histogram(nb, 7)
+		g1, g2, _ := Grouped(nb, 7, 7, 7, 1, true)
+		if h1 != g1 || h2 != g2 {
+			t.Errorf("%v: Grouped (%v, %v), Histogram (%v, %v)", nb, g1, g2, h1, h2)
+		}
+	}
+}
