@@ -48,6 +48,12 @@ type Remaining struct {
 func NewAccountant(total dpkit.Budget, p Policy) (Accountant, error) {
 	switch p.Kind {
 	case Fixed:
+		if p.Mechanism == GaussianMechanism {
+			if p.PerReleaseMu == nil {
+				return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy.per_release_mu", Value: nil, Want: "the calibrated μ0 of a fixed Gaussian budget"}
+			}
+			return &fixedGaussianAccountant{total: total, k: p.Releases, mu0: *p.PerReleaseMu}, nil
+		}
 		if p.PerRelease == nil {
 			return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy.per_release", Value: nil, Want: "the calibrated per-release cost of a fixed budget"}
 		}
@@ -68,6 +74,11 @@ func NewAccountant(total dpkit.Budget, p Policy) (Accountant, error) {
 			return &basicAccountant{total: total, eps: ratOf(total.Epsilon), delta: ratOf(total.Delta)}, nil
 		case AdvancedFilter:
 			return newAdvanced(total, p.FilterDelta), nil
+		case GaussianFilter:
+			if p.Mu == nil {
+				return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy.mu", Value: nil, Want: "the μ of a Gaussian filter"}
+			}
+			return newGaussianAccountant(total, *p.Mu), nil
 		}
 	}
 	return nil, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: p.String(), Want: "fixed, plan, adaptive/basic or adaptive/advanced"}

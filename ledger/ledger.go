@@ -470,7 +470,7 @@ func (l *Ledger) Audit(ctx context.Context, id string) (AuditReport, error) {
 		if e > b.def.Total.Epsilon {
 			return AuditReport{}, fmt.Errorf("%w: budget %q: the used slots compose (by their PLDs) to ε=%g > %g at δ=%g", ErrAudit, id, e, b.def.Total.Epsilon, b.def.Total.Delta)
 		}
-	} else if b.def.Policy.Kind != Adaptive && len(charged) > 0 {
+	} else if b.def.Policy.Kind != Adaptive && b.def.Policy.Mechanism == "" && len(charged) > 0 {
 		r, err := compose.Delta(slotMechs(charged), b.def.Total.Epsilon, nil)
 		if err != nil {
 			return AuditReport{}, err

@@ -96,6 +96,18 @@ type Policy struct {
 	// FilterDelta is δ' of the advanced filter, in (0, min(total δ, 1)); the releases'
 	// own δ_m may sum to δ'' = δ − δ'.
 	FilterDelta float64 `json:"filter_delta,omitempty"`
+
+	// Mechanism "gaussian" makes a fixed budget one of Gaussian releases: the K releases
+	// are calibrated by their exact composition, μ-GDP composing to √K·μ0 (Dong, Roth
+	// and Su 2022, Cor. 3.3), instead of by KOV's (ε, δ) composition; each release must
+	// then run a mechanism whose PLD is a Gaussian with μ ≤ PerReleaseMu. "" (the
+	// default) is the (ε, δ) accounting above.
+	Mechanism string `json:"mechanism,omitempty"`
+	// PerReleaseMu is μ0 of a fixed Gaussian budget and Mu the total μ of a fixed
+	// Gaussian budget or of the Gaussian filter, set at creation (GaussianMu). Ignored
+	// in a spec.
+	PerReleaseMu *float64 `json:"per_release_mu,omitempty"`
+	Mu           *float64 `json:"mu,omitempty"`
 }
 
 // String names the policy, e.g. "fixed" or "adaptive/advanced".
@@ -119,6 +131,13 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 		}
 		if p.Plan != nil || p.Filter != "" || p.FilterDelta != 0 {
 			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "fixed", Want: "no plan, filter or filter delta with the fixed policy"}
+		}
+		switch p.Mechanism {
+		case "":
+		case GaussianMechanism:
+			return resolveFixedGaussian(total, p)
+		default:
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" or "gaussian"`}
 		}
 		d0 := total.Delta / (2 * float64(p.Releases))
 		if p.ReleaseDelta != nil {
@@ -146,8 +165,8 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 		if len(p.Plan) < 1 || len(p.Plan) > MaxPlan {
 			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan", Value: len(p.Plan), Want: fmt.Sprintf("between 1 and %d releases", MaxPlan)}
 		}
-		if p.Releases != 0 || p.ReleaseDelta != nil || p.Filter != "" || p.FilterDelta != 0 {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "plan", Want: "no releases, release delta, filter or filter delta with the plan policy"}
+		if p.Releases != 0 || p.ReleaseDelta != nil || p.Filter != "" || p.FilterDelta != 0 || p.Mechanism != "" {
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "plan", Want: "no releases, release delta, filter, filter delta or mechanism with the plan policy"}
 		}
 		for i, c := range p.Plan {
 			if err := checkCost(fmt.Sprintf("plan[%d]", i), c); err != nil {
@@ -184,7 +203,12 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 		if p.Releases != 0 || p.ReleaseDelta != nil || p.Plan != nil {
 			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "adaptive", Want: "no releases, release delta or plan with the adaptive policy"}
 		}
+		if p.Mechanism != "" {
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" with the adaptive policy (choose filter "gaussian" for Gaussian releases)`}
+		}
 		switch p.Filter {
+		case GaussianFilter:
+			return resolveGaussianFilter(total, p)
 		case BasicFilter:
 			if p.FilterDelta != 0 {
 				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: p.FilterDelta, Want: "0 (unused) with the basic filter"}
@@ -195,7 +219,7 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: fd, Want: fmt.Sprintf("in (0, %g] and < 1 (the share δ' of the total δ spent by the advanced filter)", total.Delta)}
 			}
 		default:
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter", Value: string(p.Filter), Want: "basic or advanced"}
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter", Value: string(p.Filter), Want: "basic, advanced or gaussian"}
 		}
 		return Policy{Kind: Adaptive, Filter: p.Filter, FilterDelta: p.FilterDelta}, nil
 	default:

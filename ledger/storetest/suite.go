@@ -40,6 +40,7 @@ func Run(t *testing.T, h Harness) {
 		{"SubBudgets", testSubBudgets},
 		{"Reopen", testReopen},
 		{"Concurrent64", testConcurrent},
+		{"ConcurrentGaussian64", testConcurrentGaussian},
 		{"TwoProcesses", testTwoProcesses},
 		{"Crash", testCrash},
 	}
@@ -784,6 +785,60 @@ func testConcurrent(t *testing.T, h Harness) {
 			wg.Go(func() {
 				for {
 					_, err := spend(l, tc.id, tc.cost.Epsilon, tc.cost.Delta)
+					if errors.Is(err, ledger.ErrBudgetExceeded) {
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					accepted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%s: %v", tc.id, err)
+		}
+		if got := accepted.Load(); got != tc.capacity {
+			t.Errorf("%s: %d spends accepted by 64 goroutines, want exactly %d", tc.id, got, tc.capacity)
+		}
+		mustAudit(t, l, tc.id, tc.capacity)
+	}
+}
+
+// testConcurrentGaussian: 64 goroutines spend Gaussian releases (their descriptors carry
+// μ_i = 1/σ) on a Gaussian filter and on a fixed Gaussian budget; exactly the releases
+// whose Σ μ_i² fits μ² (computed here in exact rationals), resp. K, are accepted.
+func testConcurrentGaussian(t *testing.T, h Harness) {
+	l, _, _ := open(t, h)
+	total := dpkit.Budget{Epsilon: 1, Delta: 1e-6}
+	g := mustCreate(t, l, ledger.Spec{ID: "filter", Total: total, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.GaussianFilter}})
+	f := mustCreate(t, l, ledger.Spec{ID: "fixed", Total: total, Policy: ledger.Policy{Kind: ledger.Fixed, Releases: 30, Mechanism: ledger.GaussianMechanism}})
+	mu := *g.Policy.Mu
+	sigma := 7 / mu // μ_i = μ/7 rounded: about 49 releases fit
+	mi := new(big.Rat).Quo(big.NewRat(1, 1), new(big.Rat).SetFloat64(sigma))
+	mui, _ := mi.Float64()
+	if new(big.Rat).SetFloat64(mui).Cmp(mi) < 0 {
+		mui = math.Nextafter(mui, math.Inf(1)) // the ledger rounds μ_i up
+	}
+	m2 := new(big.Rat).Mul(new(big.Rat).SetFloat64(mu), new(big.Rat).SetFloat64(mu))
+	q := new(big.Rat).Quo(m2, new(big.Rat).Mul(new(big.Rat).SetFloat64(mui), new(big.Rat).SetFloat64(mui)))
+	capacity := new(big.Int).Quo(q.Num(), q.Denom()).Int64()
+	for _, tc := range []struct {
+		id       string
+		sigma    float64
+		capacity int64
+	}{{"filter", sigma, capacity}, {"fixed", 1.001 / *f.Policy.PerReleaseMu, 30}} {
+		desc := mechanism.Describe(mechanism.GaussianNoise{Sigma: tc.sigma, Sensitivity: 1})
+		var accepted atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for range 64 {
+			wg.Go(func() {
+				for {
+					_, err := l.Spend(context.Background(), ledger.Request{Budget: tc.id, Cost: dpkit.Budget{Epsilon: 0.01, Delta: 1e-9}, Mechanism: desc})
 					if errors.Is(err, ledger.ErrBudgetExceeded) {
 						return
 					}
