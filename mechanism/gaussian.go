@@ -383,6 +383,10 @@ func (m *Gaussian) ReleaseIntVector(values []int64, src noise.Source) ([]int64, 
 	return out, nil
 }
 
+// MinGaussianMu is the smallest μ of NewGaussianMu: the grid mechanism's PLD has
+// μ' ≤ Δ/σ + 2^−29, so a μ much below 2^−29 cannot be met.
+const MinGaussianMu = 0x1p-26
+
 // GaussianMuOptions configures a Gaussian mechanism by its Gaussian-DP parameter μ
 // (Dong, Roth and Su, "Gaussian differential privacy", 2022) instead of (ε, δ).
 type GaussianMuOptions struct {
@@ -405,6 +409,9 @@ func init() { register[GaussianMuOptions]("gaussian_mu", "mu", "sensitivity") }
 func NewGaussianMu(o GaussianMuOptions) (*Gaussian, error) {
 	if err := positive("mu", o.Mu); err != nil {
 		return nil, err
+	}
+	if o.Mu < MinGaussianMu {
+		return nil, perr("mu", o.Mu, "≥ 2^-26 (the grid adds up to 2^-29 to μ, see Gaussian.PLD)")
 	}
 	if err := positive("sensitivity", o.Sensitivity); err != nil {
 		return nil, err
