@@ -48,25 +48,33 @@ type Staircase struct {
 // Staircase limits: ε in [MinStaircaseEpsilon, MaxRate].
 const MinStaircaseEpsilon = 0x1p-12
 
-// NewStaircase returns the staircase distribution for ε, Δ > 0 and γ ∈ [0, 1].
-func NewStaircase(eps, delta, gamma float64) (*Staircase, error) {
+// staircaseGrid validates ε, Δ and γ of a staircase distribution (one or two dimensions)
+// and returns the grid exponent k (g = 2^k, Δ/g ∈ [2^31, 2^32)) and the geometric sampler
+// of rate ε rounded down to a multiple of 2^−63.
+func staircaseGrid(eps, delta, gamma float64) (int, *DiscreteLaplace, error) {
 	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if eps < MinStaircaseEpsilon || eps > MaxRate {
-		return nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "in [2^-12, 2^20] (use Laplace noise for smaller ε)"}
+		return 0, nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "in [2^-12, 2^20] (use Laplace noise for smaller ε)"}
 	}
 	if err := dpkit.CheckPositive("sensitivity", delta); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if math.IsNaN(gamma) || gamma < 0 || gamma > 1 {
-		return nil, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "in [0, 1]"}
+		return 0, nil, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "in [0, 1]"}
 	}
 	k := log2Floor(delta) - 31 // M ≈ 2^31…2^32
 	if err := checkGrid(k, "sensitivity", delta); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	geo, err := NewDiscreteLaplace(eps)
+	return k, geo, err
+}
+
+// NewStaircase returns the staircase distribution for ε, Δ > 0 and γ ∈ [0, 1].
+func NewStaircase(eps, delta, gamma float64) (*Staircase, error) {
+	k, geo, err := staircaseGrid(eps, delta, gamma)
 	if err != nil {
 		return nil, err
 	}

@@ -51,23 +51,7 @@ func NewStaircaseL1(eps, delta, gamma float64, dims int) (*StaircaseL1, error) {
 	if dims != 2 {
 		return nil, &dpkit.ParamError{Name: "dims", Value: dims, Want: "2"}
 	}
-	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
-		return nil, err
-	}
-	if eps < MinStaircaseEpsilon || eps > MaxRate {
-		return nil, &dpkit.ParamError{Name: "epsilon", Value: eps, Want: "in [2^-12, 2^20] (use Laplace noise for smaller ε)"}
-	}
-	if err := dpkit.CheckPositive("sensitivity", delta); err != nil {
-		return nil, err
-	}
-	if math.IsNaN(gamma) || gamma < 0 || gamma > 1 {
-		return nil, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "in [0, 1]"}
-	}
-	k := log2Floor(delta) - 31 // M ≈ 2^31…2^32
-	if err := checkGrid(k, "sensitivity", delta); err != nil {
-		return nil, err
-	}
-	geo, err := NewDiscreteLaplace(eps)
+	k, geo, err := staircaseGrid(eps, delta, gamma)
 	if err != nil {
 		return nil, err
 	}

@@ -383,23 +383,14 @@ func newGCEHypothesisCommand(s streams) *cobra.Command {
 }
 
 func (c *gceHypothesisCommand) Run(ctx context.Context, args []string) error {
-	switch {
-	case len(args) > 0:
-		return usagef("unexpected argument %q: give the hypotheses with --p0 FILE and --p1 FILE", args[0])
-	case c.p0 == "" || c.p1 == "":
-		return usagef("missing --p0 or --p1: give both hypotheses as JSON files")
-	case c.p0 == "-" && c.p1 == "-":
-		return usagef(`--p0 and --p1 both "-": stdin can be read once`)
+	if err := checkHypothesisFlags(args, c.p0, c.p1); err != nil {
+		return err
 	}
 	ms, opts, err := c.start(ctx, args)
 	if err != nil {
 		return err
 	}
-	p0, err := readHypothesis(c.s.stdin, "p0", c.p0)
-	if err != nil {
-		return err
-	}
-	p1, err := readHypothesis(c.s.stdin, "p1", c.p1)
+	p0, p1, err := readHypotheses(c.s.stdin, c.p0, c.p1)
 	if err != nil {
 		return err
 	}
@@ -581,19 +572,10 @@ func newGCERefineCommand(s streams) *cobra.Command {
 }
 
 func (c *gceRefineCommand) Run(_ context.Context, args []string) error {
-	switch {
-	case len(args) > 0:
-		return usagef("unexpected argument %q: give the hypotheses with --p0 FILE and --p1 FILE", args[0])
-	case c.p0 == "" || c.p1 == "":
-		return usagef("missing --p0 or --p1: give both hypotheses as JSON files")
-	case c.p0 == "-" && c.p1 == "-":
-		return usagef(`--p0 and --p1 both "-": stdin can be read once`)
-	}
-	p0, err := readHypothesis(c.s.stdin, "p0", c.p0)
-	if err != nil {
+	if err := checkHypothesisFlags(args, c.p0, c.p1); err != nil {
 		return err
 	}
-	p1, err := readHypothesis(c.s.stdin, "p1", c.p1)
+	p0, p1, err := readHypotheses(c.s.stdin, c.p0, c.p1)
 	if err != nil {
 		return err
 	}
@@ -711,4 +693,28 @@ func (c *gceSubsampleCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "%s\t%s\t%d\t\n", formatFloat(m.Epsilon), formatFloat(m.Delta), m.Count)
 	}
 	return w.Flush()
+}
+
+// checkHypothesisFlags checks the arguments of gce hypothesis and gce refine: no
+// positional argument, both --p0 and --p1, at most one of them "-".
+func checkHypothesisFlags(args []string, p0, p1 string) error {
+	switch {
+	case len(args) > 0:
+		return usagef("unexpected argument %q: give the hypotheses with --p0 FILE and --p1 FILE", args[0])
+	case p0 == "" || p1 == "":
+		return usagef("missing --p0 or --p1: give both hypotheses as JSON files")
+	case p0 == "-" && p1 == "-":
+		return usagef(`--p0 and --p1 both "-": stdin can be read once`)
+	}
+	return nil
+}
+
+// readHypotheses reads --p0 and --p1.
+func readHypotheses(stdin io.Reader, p0, p1 string) (gce.Hypothesis, gce.Hypothesis, error) {
+	h0, err := readHypothesis(stdin, "p0", p0)
+	if err != nil {
+		return nil, nil, err
+	}
+	h1, err := readHypothesis(stdin, "p1", p1)
+	return h0, h1, err
 }

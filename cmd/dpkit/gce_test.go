@@ -221,21 +221,11 @@ func TestGCEAllowedCorollariesRefineSubsample(t *testing.T) {
 	if we := math.Log1p(0.25 * math.Expm1(1)); !(e >= we && e <= we*(1+1e-11)) || !(d >= 0.25e-6 && d <= 0.25e-6*(1+1e-15)) {
 		t.Errorf("subsample: (%v, %v)", e, d)
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "both", args: []string{"gce", "membership", "--mech", "1,0,2", "--max-member", "1", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"exclude"}},
 		{name: "bad vector", stdin: "10\n1x\n", args: []string{"gce", "membership", "--mech", "1,0,2", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"line 2"}},
 		{name: "wrong length", stdin: "101\n", args: []string{"gce", "membership", "--mech", "1,0,2", "--allowed", "-", "--delta", "0"}, code: exitUsage, want: []string{"length"}},
 		{name: "refine missing", args: []string{"gce", "refine", "--p0", p0}, code: exitUsage, want: []string{"--p1"}},
 		{name: "subsample q", args: []string{"gce", "subsample", "--mech", "1", "--q", "2"}, code: exitUsage, want: []string{"--q"}},
-	} {
-		res := dpkitRun(t, c.stdin, c.args...)
-		if res.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, res.code, c.code, res.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(res.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, res.stderr, w)
-			}
-		}
-	}
+	})
 }

@@ -254,22 +254,12 @@ func TestLDPCompareAndDelta(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", w, out)
 		}
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "delta k3", args: []string{"ldp", "optimal", "--k", "3", "--eps", "1", "--delta", "0.1", "--utility", "tv", "--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5"}, code: exitUsage, want: []string{"--delta", "binary data"}},
 		{name: "delta range", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--delta", "2", "--utility", "tv", "--p0", "0.5,0.5", "--p1", "0.2,0.8"}, code: exitUsage, want: []string{"--delta"}},
 		{name: "chi2 zero", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "chi2", "--p0", "0.5,0.5", "--p1", "1,0"}, code: exitUsage, want: []string{"p1"}},
 		{name: "bad utility", args: []string{"ldp", "optimal", "--k", "2", "--eps", "1", "--utility", "renyi"}, code: exitUsage, want: []string{"hellinger"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }
 
 // TestMultipartyMeasures: --accuracy hamming, --bits, --table, --prior against
@@ -316,7 +306,7 @@ func TestMultipartyMeasures(t *testing.T) {
 	if err := os.WriteFile(short, []byte("00 0\n01 1\n10 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "both", args: []string{"multiparty", "--eps", "1,1", "--function", "xor", "--table", short}, code: exitUsage, want: []string{"exclude"}},
 		{name: "missing input", args: []string{"multiparty", "--eps", "1,1", "--table", short}, code: exitUsage, want: []string{"input 11 missing"}},
 		{name: "bad line", stdin: "00 0\n0x 1\n", args: []string{"multiparty", "--eps", "1,1", "--table", "-"}, code: exitUsage, want: []string{"line 2"}},
@@ -326,15 +316,5 @@ func TestMultipartyMeasures(t *testing.T) {
 		{name: "prior length", args: []string{"multiparty", "--eps", "1,1", "--prior", "0.5,0.5", "--function", "xor"}, code: exitUsage, want: []string{"--prior", "4 probabilities"}},
 		{name: "prior sum", args: []string{"multiparty", "--eps", "1", "--prior", "0.5,0.6", "--function", "xor"}, code: exitUsage, want: []string{"prior"}},
 		{name: "bad measure", args: []string{"multiparty", "--eps", "1", "--accuracy", "l2", "--function", "xor"}, code: exitUsage, want: []string{"--accuracy"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }

@@ -92,7 +92,7 @@ func TestNoiseText(t *testing.T) {
 }
 
 func TestNoiseErrors(t *testing.T) {
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "no kind", args: []string{"noise", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"missing KIND"}},
 		{name: "bad kind", args: []string{"noise", "cauchy", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"unknown KIND"}},
 		{name: "no value", args: []string{"noise", "laplace", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
@@ -103,17 +103,7 @@ func TestNoiseErrors(t *testing.T) {
 		{name: "laplace delta", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "1", "--eps", "1", "--delta", "0.1"}, code: exitUsage, want: []string{"only to gaussian"}},
 		{name: "geometric frac", args: []string{"noise", "geometric", "--value", "1.5", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"integer"}},
 		{name: "n too big", args: []string{"noise", "laplace", "--value", "1", "--sensitivity", "1", "--eps", "1", "--n", "0"}, code: exitUsage, want: []string{"--n"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }
 
 // TestNoiseStaircase2D: --dim 2 prints the documented keys; the expected ℓ1 error at
@@ -155,23 +145,13 @@ func TestNoiseStaircase2D(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "dim laplace", args: []string{"noise", "laplace", "--dim", "2", "--value", "1,2", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"only to staircase"}},
 		{name: "dim 3", args: []string{"noise", "staircase", "--dim", "3", "--value", "1,2,3", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
 		{name: "one coordinate", args: []string{"noise", "staircase", "--dim", "2", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"want 2 number(s)"}},
 		{name: "two for dim 1", args: []string{"noise", "staircase", "--value", "1,2", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"want 1 number(s)"}},
 		{name: "nan coordinate", args: []string{"noise", "staircase", "--dim", "2", "--value", "1,NaN", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"finite"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }
 
 // TestNoiseStaircaseLargeEpsilon is the regression test of issue 24's hang: `dpkit noise
@@ -235,24 +215,14 @@ func TestComposeStaircase(t *testing.T) {
 	if d, p := number(t, v2, "delta"), number(t, pairs, "delta"); math.Abs(d/p-1) > 1e-6 {
 		t.Errorf("dim=2: δ %v, the (1, 0) pairs' %v", d, p)
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "no eps", args: []string{"compose", "--mechanism", "staircase:sensitivity=1", "--eps", "1"}, code: exitUsage, want: []string{"missing eps"}},
 		{name: "eps range", args: []string{"compose", "--mechanism", "staircase:eps=1e-5", "--eps", "1"}, code: exitUsage, want: []string{"eps = 1e-5", "2^-12"}},
 		{name: "bad key", args: []string{"compose", "--mechanism", "staircase:eps=1,scale=2", "--eps", "1"}, code: exitUsage, want: []string{"unknown key"}},
 		{name: "bad cost", args: []string{"compose", "--mechanism", "staircase:eps=1,cost=l3", "--eps", "1"}, code: exitUsage, want: []string{"cost"}},
 		{name: "bad dim", args: []string{"compose", "--mechanism", "staircase:eps=1,dim=3", "--eps", "1"}, code: exitUsage, want: []string{"dim = 3"}},
 		{name: "bad count", args: []string{"compose", "--mechanism", "staircase:eps=1,count=1.5", "--eps", "1"}, code: exitUsage, want: []string{"count"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }
 
 // TestCalibrateStaircase: `calibrate --mechanism staircase` returns a per-release ε whose
@@ -320,23 +290,13 @@ func TestNoiseExponential(t *testing.T) {
 			t.Errorf("labels %v", labels)
 		}
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "no file", args: []string{"noise", "exponential", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--utilities"}},
 		{name: "bad line", stdin: "a 1\nb x\n", args: []string{"noise", "exponential", "--utilities", "-", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"line 2"}},
 		{name: "empty", stdin: "# nothing\n", args: []string{"noise", "exponential", "--utilities", "-", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"no candidate"}},
 		{name: "value", stdin: "1\n", args: []string{"noise", "exponential", "--utilities", "-", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--value"}},
 		{name: "utilities laplace", args: []string{"noise", "laplace", "--utilities", "x", "--value", "1", "--sensitivity", "1", "--eps", "1"}, code: exitUsage, want: []string{"--utilities"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }
 
 // TestComposeJLCut: --mechanism jl-cut composes the JL cut sketch as r rows of (ε0, δ0)
@@ -359,19 +319,22 @@ func TestComposeJLCut(t *testing.T) {
 	if lo, up := number(t, three, "epsilon_lower"), number(t, three, "epsilon"); !(lo <= exact*(1+1e-12) && exact <= up*(1+1e-12)) || up > 2 {
 		t.Errorf("three releases: [%v, %v], exact %v", lo, up, exact)
 	}
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "missing eta", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,nu=0.1", "--delta", "1e-5"}, code: exitUsage, want: []string{"missing eta"}},
 		{name: "sensitivity", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=0.1,sensitivity=2", "--delta", "1e-5"}, code: exitUsage, want: []string{"unknown key"}},
 		{name: "bad nu", args: []string{"compose", "--mechanism", "jl-cut:eps=1,delta=1e-6,eta=0.1,nu=1", "--delta", "1e-5"}, code: exitUsage, want: []string{"(0, 1)"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+	})
+}
+
+// checkErrors runs each case with checkError (the error contract), as a subtest; the
+// command path is "dpkit" and the command (with its subcommand for ldp and gce).
+func checkErrors(t *testing.T, cases []errorCase) {
+	t.Helper()
+	for _, c := range cases {
+		path := "dpkit " + c.args[0]
+		if (c.args[0] == "ldp" || c.args[0] == "gce") && len(c.args) > 1 && !strings.HasPrefix(c.args[1], "-") {
+			path += " " + c.args[1]
 		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
+		t.Run(c.name, func(t *testing.T) { checkError(t, path, c) })
 	}
 }

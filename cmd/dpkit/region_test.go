@@ -159,21 +159,11 @@ func TestRegionDominates(t *testing.T) {
 	}
 	post := fmt.Sprintf("%v,%v|%v,%v", q0[0], q0[1], q1[0], q1[1])
 	check("0.5,0.3,0.2|0.1,0.3,0.6", post, true, false)
-	for _, c := range []errorCase{
+	checkErrors(t, []errorCase{
 		{name: "one pair", args: []string{"region", "--dominates", "--pair", "eps=1"}, code: exitUsage, want: []string{"two --pair"}},
 		{name: "pair alone", args: []string{"region", "--pair", "eps=1", "--pair", "eps=2"}, code: exitUsage, want: []string{"--dominates"}},
 		{name: "bad sum", args: []string{"region", "--dominates", "--pair", "0.5,0.6|0.5,0.5", "--pair", "eps=1"}, code: exitUsage, want: []string{"--pair"}},
 		{name: "bad key", args: []string{"region", "--dominates", "--pair", "eps=1,k=2", "--pair", "eps=1"}, code: exitUsage, want: []string{"eps=E,delta=D"}},
 		{name: "with mech", args: []string{"region", "--dominates", "--mech", "1", "--pair", "eps=1", "--pair", "eps=1"}, code: exitUsage, want: []string{"drop --mech"}},
-	} {
-		r := dpkitRun(t, c.stdin, c.args...)
-		if r.code != c.code {
-			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%s: stderr %q lacks %q", c.name, r.stderr, w)
-			}
-		}
-	}
+	})
 }

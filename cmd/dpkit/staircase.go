@@ -35,6 +35,40 @@ type staircaseCalibration struct {
 	KOVRule           string  `json:"kov_rule"`
 }
 
+// parseKeyValues reads the key=value,… part of a --mechanism kind parsed in this package's
+// owners' files (staircase, jl-cut): keys lower-cased and among keys, each at most once.
+func parseKeyValues(kind, rest string, keys []string) (map[string]string, error) {
+	vals := map[string]string{}
+	for _, kv := range strings.Split(rest, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, found := strings.Cut(kv, "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		if !found || !slices.Contains(keys, k) {
+			return nil, fmt.Errorf("%s: unknown key %q: want key=value with key one of %s", kind, kv, strings.Join(keys, ", "))
+		}
+		if _, dup := vals[k]; dup {
+			return nil, fmt.Errorf("%s: key %q given twice", kind, k)
+		}
+		vals[k] = strings.TrimSpace(v)
+	}
+	return vals, nil
+}
+
+// keyNumber returns the finite number of key k in vals, or def when it is absent.
+func keyNumber(kind string, vals map[string]string, k string, def float64) (float64, error) {
+	v, ok := vals[k]
+	if !ok {
+		return def, nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("%s: %s = %q: want a finite number", kind, k, v)
+	}
+	return x, nil
+}
+
 // staircaseKeys are the keys of --mechanism staircase:…: eps and sensitivity (default
 // 1), count (default 1), cost l2 (default) or l1, dim 1 (default) or 2.
 var staircaseKeys = []string{"eps", "sensitivity", "count", "cost", "dim"}
@@ -44,32 +78,11 @@ var staircaseKeys = []string{"eps", "sensitivity", "count", "cost", "dim"}
 // dpkit noise would run (mechanism.Staircase's exact grid pld.Staircase; for dim=2
 // mechanism.StaircaseL1's canonical (ε, 0) pair), released count times.
 func parseStaircaseMechanism(rest string) (pld.Item, error) {
-	vals := map[string]string{}
-	for _, kv := range strings.Split(rest, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		k, v, found := strings.Cut(kv, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
-		if !found || !slices.Contains(staircaseKeys, k) {
-			return pld.Item{}, fmt.Errorf("staircase: unknown key %q: want key=value with key one of %s", kv, strings.Join(staircaseKeys, ", "))
-		}
-		if _, dup := vals[k]; dup {
-			return pld.Item{}, fmt.Errorf("staircase: key %q given twice", k)
-		}
-		vals[k] = strings.TrimSpace(v)
+	vals, err := parseKeyValues("staircase", rest, staircaseKeys)
+	if err != nil {
+		return pld.Item{}, err
 	}
-	num := func(k string, def float64) (float64, error) {
-		v, ok := vals[k]
-		if !ok {
-			return def, nil
-		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, fmt.Errorf("staircase: %s = %q: want a finite number", k, v)
-		}
-		return x, nil
-	}
+	num := func(k string, def float64) (float64, error) { return keyNumber("staircase", vals, k, def) }
 	if _, ok := vals["eps"]; !ok {
 		return pld.Item{}, fmt.Errorf("staircase: missing eps=…")
 	}
