@@ -76,7 +76,7 @@ func HDP(ms []compose.Mech, p0, p1 Hypothesis, delta float64, opts *compose.Opti
 	if err != nil {
 		return HDPResult{}, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckDelta("delta", delta)); err != nil {
 		return HDPResult{}, err
 	}
 	if err := p0.Validate("p0", int(k)); err != nil {

@@ -76,13 +76,13 @@ func AtMost(ms []compose.Mech, m int64, rel Relation, delta float64, opts *compo
 	if err != nil {
 		return MembershipResult{}, err
 	}
-	if err := dpkit.CheckCount("max-member", m, compose.MaxCount); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckCount("max-member", m, compose.MaxCount)); err != nil {
 		return MembershipResult{}, err
 	}
 	if err := checkRelation(rel); err != nil {
 		return MembershipResult{}, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckDelta("delta", delta)); err != nil {
 		return MembershipResult{}, err
 	}
 	size := min(m, k)
@@ -120,15 +120,15 @@ func Allowed(ms []compose.Mech, allowed []Vector, rel Relation, delta float64, o
 	if err := checkRelation(rel); err != nil {
 		return MembershipResult{}, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckDelta("delta", delta)); err != nil {
 		return MembershipResult{}, err
 	}
 	if len(allowed) == 0 {
-		return MembershipResult{}, &dpkit.ParamError{Name: "allowed", Value: 0, Want: "at least one membership vector"}
+		return MembershipResult{}, &dpkit.ParamError{Pkg: "gce", Name: "allowed", Value: 0, Want: "at least one membership vector"}
 	}
 	for i, b := range allowed {
 		if len(b) != int(k) {
-			return MembershipResult{}, &dpkit.ParamError{Name: fmt.Sprintf("allowed[%d]", i), Value: b.String(), Want: fmt.Sprintf("a membership vector of length k = %d", k)}
+			return MembershipResult{}, &dpkit.ParamError{Pkg: "gce", Name: fmt.Sprintf("allowed[%d]", i), Value: b.String(), Want: fmt.Sprintf("a membership vector of length k = %d", k)}
 		}
 	}
 	steps := expand(ms)
@@ -171,7 +171,7 @@ func Allowed(ms []compose.Mech, allowed []Vector, rel Relation, delta float64, o
 
 func checkRelation(rel Relation) error {
 	if rel != Unbounded && rel != Bounded {
-		return &dpkit.ParamError{Name: "relation", Value: int(rel), Want: "Unbounded or Bounded"}
+		return &dpkit.ParamError{Pkg: "gce", Name: "relation", Value: int(rel), Want: "Unbounded or Bounded"}
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // total count k ≤ max. It returns k.
 func validateSteps(ms []compose.Mech, max int64) (int64, error) {
 	if len(ms) == 0 {
-		return 0, &dpkit.ParamError{Name: "mechanisms", Value: 0, Want: "at least one (ε, δ) mechanism"}
+		return 0, &dpkit.ParamError{Pkg: "gce", Name: "mechanisms", Value: 0, Want: "at least one (ε, δ) mechanism"}
 	}
 	var k int64
 	for i, m := range ms {
@@ -22,7 +22,7 @@ func validateSteps(ms []compose.Mech, max int64) (int64, error) {
 		}
 		k += m.Count
 		if k > max {
-			return 0, &dpkit.ParamError{Name: "total count", Value: k, Want: fmt.Sprintf("at most %d steps", max)}
+			return 0, &dpkit.ParamError{Pkg: "gce", Name: "total count", Value: k, Want: fmt.Sprintf("at most %d steps", max)}
 		}
 	}
 	return k, nil

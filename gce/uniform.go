@@ -23,7 +23,7 @@ func Subsample(m compose.Mech, q float64) (compose.Mech, error) {
 		return compose.Mech{}, err
 	}
 	if math.IsNaN(q) || q <= 0 || q > 1 {
-		return compose.Mech{}, &dpkit.ParamError{Name: "q", Value: q, Want: "a sampling probability in (0, 1]"}
+		return compose.Mech{}, &dpkit.ParamError{Pkg: "gce", Name: "q", Value: q, Want: "a sampling probability in (0, 1]"}
 	}
 	if q == 1 {
 		return m, nil
@@ -79,7 +79,7 @@ func UniformPrior(ms []compose.Mech, delta float64, opts *compose.Options) (Unif
 	if err != nil {
 		return UniformResult{}, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckDelta("delta", delta)); err != nil {
 		return UniformResult{}, err
 	}
 	c := newComposer(delta, opts)
@@ -110,7 +110,7 @@ func Corollary6(ms []compose.Mech, delta float64, opts *compose.Options) (dpkit.
 	if err != nil {
 		return dpkit.Budget{}, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("gce", dpkit.CheckDelta("delta", delta)); err != nil {
 		return dpkit.Budget{}, err
 	}
 	eps, err := uniformCombine(ms, k, func(step compose.Mech, rest []compose.Mech) (float64, error) {

@@ -22,7 +22,7 @@ type Vector []bool
 // first ("0101"). Any other character, or an empty string, is a *dpkit.ParamError.
 func ParseVector(s string) (Vector, error) {
 	if s == "" || len(s) > MaxSteps {
-		return nil, &dpkit.ParamError{Name: "membership vector", Value: s, Want: fmt.Sprintf("1 to %d characters 0 or 1", MaxSteps)}
+		return nil, &dpkit.ParamError{Pkg: "gce", Name: "membership vector", Value: s, Want: fmt.Sprintf("1 to %d characters 0 or 1", MaxSteps)}
 	}
 	b := make(Vector, len(s))
 	for i := 0; i < len(s); i++ {
@@ -31,7 +31,7 @@ func ParseVector(s string) (Vector, error) {
 		case '1':
 			b[i] = true
 		default:
-			return nil, &dpkit.ParamError{Name: "membership vector", Value: s, Want: "a string of the characters 0 and 1"}
+			return nil, &dpkit.ParamError{Pkg: "gce", Name: "membership vector", Value: s, Want: "a string of the characters 0 and 1"}
 		}
 	}
 	return b, nil
@@ -93,18 +93,18 @@ func Point(b Vector) Hypothesis { return Hypothesis{{B: b, W: big.NewRat(1, 1)}}
 // the parameter names in the error (e.g. "p0").
 func (h Hypothesis) Validate(name string, k int) error {
 	if len(h) == 0 {
-		return &dpkit.ParamError{Name: name, Value: 0, Want: "at least one membership vector"}
+		return &dpkit.ParamError{Pkg: "gce", Name: name, Value: 0, Want: "at least one membership vector"}
 	}
 	seen := make(map[string]int, len(h))
 	sum := new(big.Rat)
 	for i, t := range h {
 		entry := fmt.Sprintf("%s[%d]", name, i)
 		if len(t.B) != k {
-			return &dpkit.ParamError{Name: entry + ".b", Value: t.B.String(), Want: fmt.Sprintf("a membership vector of length k = %d (one entry per step)", k)}
+			return &dpkit.ParamError{Pkg: "gce", Name: entry + ".b", Value: t.B.String(), Want: fmt.Sprintf("a membership vector of length k = %d (one entry per step)", k)}
 		}
 		key := t.B.String()
 		if j, ok := seen[key]; ok {
-			return &dpkit.ParamError{Name: entry + ".b", Value: key, Want: fmt.Sprintf("a vector not already given (as %s[%d])", name, j)}
+			return &dpkit.ParamError{Pkg: "gce", Name: entry + ".b", Value: key, Want: fmt.Sprintf("a vector not already given (as %s[%d])", name, j)}
 		}
 		seen[key] = i
 		if t.W == nil || t.W.Sign() <= 0 {
@@ -112,12 +112,12 @@ func (h Hypothesis) Validate(name string, k int) error {
 			if t.W != nil {
 				v = t.W.RatString()
 			}
-			return &dpkit.ParamError{Name: entry + ".p", Value: v, Want: "a probability > 0"}
+			return &dpkit.ParamError{Pkg: "gce", Name: entry + ".p", Value: v, Want: "a probability > 0"}
 		}
 		sum.Add(sum, t.W)
 	}
 	if sum.Cmp(big.NewRat(1, 1)) != 0 {
-		return &dpkit.ParamError{Name: name, Value: "probabilities summing to " + sum.RatString(), Want: "probabilities summing to exactly 1"}
+		return &dpkit.ParamError{Pkg: "gce", Name: name, Value: "probabilities summing to " + sum.RatString(), Want: "probabilities summing to exactly 1"}
 	}
 	return nil
 }
@@ -138,18 +138,18 @@ func RefineTuples(t0, t1 []Tuple) (u0, u1 []Tuple, err error) {
 	s0, s1 := new(big.Rat), new(big.Rat)
 	for i, t := range t0 {
 		if t.W == nil || t.W.Sign() <= 0 {
-			return nil, nil, &dpkit.ParamError{Name: fmt.Sprintf("T0[%d].w", i), Value: ratText(t.W), Want: "a weight > 0"}
+			return nil, nil, &dpkit.ParamError{Pkg: "gce", Name: fmt.Sprintf("T0[%d].w", i), Value: ratText(t.W), Want: "a weight > 0"}
 		}
 		s0.Add(s0, t.W)
 	}
 	for i, t := range t1 {
 		if t.W == nil || t.W.Sign() <= 0 {
-			return nil, nil, &dpkit.ParamError{Name: fmt.Sprintf("T1[%d].w", i), Value: ratText(t.W), Want: "a weight > 0"}
+			return nil, nil, &dpkit.ParamError{Pkg: "gce", Name: fmt.Sprintf("T1[%d].w", i), Value: ratText(t.W), Want: "a weight > 0"}
 		}
 		s1.Add(s1, t.W)
 	}
 	if s0.Cmp(s1) != 0 {
-		return nil, nil, &dpkit.ParamError{Name: "T1 total weight", Value: s1.RatString(), Want: "equal to the T0 total weight " + s0.RatString()}
+		return nil, nil, &dpkit.ParamError{Pkg: "gce", Name: "T1 total weight", Value: s1.RatString(), Want: "equal to the T0 total weight " + s0.RatString()}
 	}
 	q0, q1 := copyTuples(t0), copyTuples(t1)
 	for len(q0) > 0 {

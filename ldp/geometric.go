@@ -24,7 +24,7 @@ func Geometric(k int, eps float64) (Matrix, error) {
 	if err := checkK(k, MaxInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	b := math.Exp(-eps / float64(k-1))

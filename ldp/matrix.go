@@ -32,23 +32,23 @@ func (q Matrix) Outputs() int {
 // of the same positive length, entries in [0, 1], each row summing to 1 within 1e-9.
 func (q Matrix) Validate() error {
 	if len(q) == 0 {
-		return &dpkit.ParamError{Name: "matrix", Value: "no rows", Want: "at least one row"}
+		return &dpkit.ParamError{Pkg: "ldp", Name: "matrix", Value: "no rows", Want: "at least one row"}
 	}
 	m := len(q[0])
 	for x, row := range q {
 		if len(row) != m || m == 0 {
-			return &dpkit.ParamError{Name: fmt.Sprintf("matrix[%d]", x), Value: len(row),
+			return &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("matrix[%d]", x), Value: len(row),
 				Want: fmt.Sprintf("%d entries, as row 0 (at least 1)", max(m, 1))}
 		}
 		var s numeric.Sum
 		for y, v := range row {
 			if math.IsNaN(v) || v < 0 || v > 1 {
-				return &dpkit.ParamError{Name: fmt.Sprintf("matrix[%d][%d]", x, y), Value: v, Want: "in [0, 1]"}
+				return &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("matrix[%d][%d]", x, y), Value: v, Want: "in [0, 1]"}
 			}
 			s.Add(v)
 		}
 		if math.Abs(s.Value()-1) > rowSumTolerance {
-			return &dpkit.ParamError{Name: fmt.Sprintf("matrix[%d]", x), Value: s.Value(),
+			return &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("matrix[%d]", x), Value: s.Value(),
 				Want: "a row summing to 1 (within 1e-9)"}
 		}
 	}
@@ -92,7 +92,7 @@ func (q Matrix) Epsilon() (float64, error) {
 // rounded up by (m+4)·2⁻⁵² relative for m outputs: never below the exact value of the
 // float64 entries.
 func (q Matrix) Delta(eps float64) (float64, error) {
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return 0, err
 	}
 	if err := q.Validate(); err != nil {
@@ -127,7 +127,7 @@ func (q Matrix) Delta(eps float64) (float64, error) {
 // e^ε by 10⁻¹² relative (rounding in matrices computed from ε). It returns false for an
 // invalid matrix or ε.
 func (q Matrix) IsLDP(eps float64) bool {
-	if dpkit.CheckEpsilon("eps", eps) != nil {
+	if dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)) != nil {
 		return false
 	}
 	got, err := q.Epsilon()
@@ -183,7 +183,7 @@ const distributionTolerance = 1e-9
 // ≥ 0 (> 0 when positive is set), summing to 1 within 1e-9.
 func checkDistribution(name string, p []float64, k int, positive bool) error {
 	if len(p) != k {
-		return &dpkit.ParamError{Name: name, Value: fmt.Sprintf("%d entries", len(p)), Want: fmt.Sprintf("%d entries", k)}
+		return &dpkit.ParamError{Pkg: "ldp", Name: name, Value: fmt.Sprintf("%d entries", len(p)), Want: fmt.Sprintf("%d entries", k)}
 	}
 	var s numeric.Sum
 	for i, v := range p {
@@ -192,12 +192,12 @@ func checkDistribution(name string, p []float64, k int, positive bool) error {
 			if positive {
 				want = "a finite number > 0"
 			}
-			return &dpkit.ParamError{Name: fmt.Sprintf("%s[%d]", name, i), Value: v, Want: want}
+			return &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("%s[%d]", name, i), Value: v, Want: want}
 		}
 		s.Add(v)
 	}
 	if math.Abs(s.Value()-1) > distributionTolerance {
-		return &dpkit.ParamError{Name: name, Value: s.Value(), Want: "entries summing to 1 (within 1e-9)"}
+		return &dpkit.ParamError{Pkg: "ldp", Name: name, Value: s.Value(), Want: "entries summing to 1 (within 1e-9)"}
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func checkDistribution(name string, p []float64, k int, positive bool) error {
 // checkK returns a *dpkit.ParamError unless 2 ≤ k ≤ maxK.
 func checkK(k, maxK int) error {
 	if k < 2 || k > maxK {
-		return &dpkit.ParamError{Name: "k", Value: k, Want: fmt.Sprintf("an integer in [2, %d]", maxK)}
+		return &dpkit.ParamError{Pkg: "ldp", Name: "k", Value: k, Want: fmt.Sprintf("an integer in [2, %d]", maxK)}
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func RandomizedResponse(k int, eps float64) (Matrix, error) {
 	if err := checkK(k, MaxInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	e := math.Exp(-eps)
@@ -74,7 +74,7 @@ func BinarySplit(inT []bool, eps float64) (Matrix, error) {
 	if err := checkK(len(inT), MaxInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	hi := 1 / (1 + math.Exp(-eps)) // e^ε/(1+e^ε)
@@ -104,7 +104,7 @@ func BinarySplit(inT []bool, eps float64) (Matrix, error) {
 // total variation at every ε (Thm 3.4.2), and within a factor 2(e^ε+1)² of the optimal
 // KL divergence at every ε (Thm 3.4.3).
 func Binary(u Utility, eps float64) (*Result, error) {
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	var p0, p1 []float64
@@ -118,7 +118,7 @@ func Binary(u Utility, eps float64) (*Result, error) {
 	case *MI:
 		return binaryMI(u, eps)
 	default:
-		return nil, &dpkit.ParamError{Name: "utility", Value: u.Name(), Want: "kl, tv, mi, hellinger or chi2"}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "utility", Value: u.Name(), Want: "kl, tv, mi, hellinger or chi2"}
 	}
 	strict := make([]bool, len(p0))
 	withTies := make([]bool, len(p0))
@@ -140,7 +140,7 @@ func Binary(u Utility, eps float64) (*Result, error) {
 func binaryMI(u *MI, eps float64) (*Result, error) {
 	k := len(u.p)
 	if k > MaxBinaryMIInputs {
-		return nil, &dpkit.ParamError{Name: "k", Value: k, Want: "at most 20 for the mutual-information binary mechanism"}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "k", Value: k, Want: "at most 20 for the mutual-information binary mechanism"}
 	}
 	// Subsets containing input 0 suffice: |P(A) − ½| = |P(Aᶜ) − ½|.
 	bestMask, bestGap := uint32(1), math.Inf(1)
@@ -198,10 +198,10 @@ func BestOfBinaryRR(u Utility, eps float64) (*Result, error) {
 // data and maximizes every utility that obeys the data-processing inequality (Thm
 // 3.6.1).
 func Quaternary(eps, delta float64) (Matrix, error) {
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckDelta("delta", delta)); err != nil {
 		return nil, err
 	}
 	hi := (1 - delta) / (1 + math.Exp(-eps))

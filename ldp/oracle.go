@@ -40,7 +40,7 @@ func NewRROracle(k int, eps float64) (*RROracle, error) {
 	if err := checkK(k, MaxOracleInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	e := math.Exp(-eps)
@@ -75,7 +75,7 @@ func (o *RROracle) Matrix() Matrix {
 // (noise.Secure() when src is nil).
 func (o *RROracle) Randomize(x int, src noise.Source) (int, error) {
 	if x < 0 || x >= o.k {
-		return 0, &dpkit.ParamError{Name: "value", Value: x, Want: fmt.Sprintf("an integer in [0, %d]", o.k-1)}
+		return 0, &dpkit.ParamError{Pkg: "ldp", Name: "value", Value: x, Want: fmt.Sprintf("an integer in [0, %d]", o.k-1)}
 	}
 	if src == nil {
 		src = defaultSource
@@ -94,7 +94,7 @@ func (o *RROracle) Randomize(x int, src noise.Source) (int, error) {
 // At ε = 0 the reports carry no information: *dpkit.InfeasibleError.
 func (o *RROracle) Estimate(counts []int64) (*Estimate, error) {
 	if len(counts) != o.k {
-		return nil, &dpkit.ParamError{Name: "counts", Value: fmt.Sprintf("%d entries", len(counts)), Want: fmt.Sprintf("%d entries", o.k)}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "counts", Value: fmt.Sprintf("%d entries", len(counts)), Want: fmt.Sprintf("%d entries", o.k)}
 	}
 	n, err := total(counts)
 	if err != nil {
@@ -120,7 +120,7 @@ func (o *RROracle) Variance(pi []float64, n int64) ([]float64, error) {
 		return nil, err
 	}
 	if n < 1 {
-		return nil, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "n", Value: n, Want: "an integer ≥ 1"}
 	}
 	keep := 1 - o.gamma
 	v := make([]float64, o.k)
@@ -161,7 +161,7 @@ func NewBinaryOracle(k int, eps float64) (*BinaryOracle, error) {
 	if err := checkK(k, MaxOracleInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	e := math.Exp(-eps)
@@ -181,7 +181,7 @@ func (o *BinaryOracle) Epsilon() float64 {
 // (noise.Secure() when src is nil).
 func (o *BinaryOracle) Randomize(x int, src noise.Source) (BinaryReport, error) {
 	if x < 0 || x >= o.k {
-		return BinaryReport{}, &dpkit.ParamError{Name: "value", Value: x, Want: fmt.Sprintf("an integer in [0, %d]", o.k-1)}
+		return BinaryReport{}, &dpkit.ParamError{Pkg: "ldp", Name: "value", Value: x, Want: fmt.Sprintf("an integer in [0, %d]", o.k-1)}
 	}
 	if src == nil {
 		src = defaultSource
@@ -214,7 +214,7 @@ func (o *BinaryOracle) NewTally() *BinaryTally { return &BinaryTally{Sums: make(
 // Add adds one report to the tally.
 func (t *BinaryTally) Add(r BinaryReport) error {
 	if len(r.Subset) != len(t.Sums) {
-		return &dpkit.ParamError{Name: "report subset", Value: fmt.Sprintf("%d entries", len(r.Subset)), Want: fmt.Sprintf("%d entries", len(t.Sums))}
+		return &dpkit.ParamError{Pkg: "ldp", Name: "report subset", Value: fmt.Sprintf("%d entries", len(r.Subset)), Want: fmt.Sprintf("%d entries", len(t.Sums))}
 	}
 	for v, in := range r.Subset {
 		if in == r.InT {
@@ -234,10 +234,10 @@ func (t *BinaryTally) Add(r BinaryReport) error {
 // At ε = 0 the bits carry no information: *dpkit.InfeasibleError.
 func (o *BinaryOracle) Estimate(t *BinaryTally) (*Estimate, error) {
 	if t == nil || len(t.Sums) != o.k {
-		return nil, &dpkit.ParamError{Name: "tally", Value: "wrong size", Want: fmt.Sprintf("a tally of %d values", o.k)}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "tally", Value: "wrong size", Want: fmt.Sprintf("a tally of %d values", o.k)}
 	}
 	if t.N < 1 {
-		return nil, &dpkit.ParamError{Name: "reports", Value: t.N, Want: "at least 1 report"}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "reports", Value: t.N, Want: "at least 1 report"}
 	}
 	if o.gamma >= 1 {
 		return nil, &dpkit.InfeasibleError{Msg: "at eps = 0 the binary mechanism's bits are independent of the values: no estimate"}
@@ -246,7 +246,7 @@ func (o *BinaryOracle) Estimate(t *BinaryTally) (*Estimate, error) {
 	est := &Estimate{N: t.N, Frequencies: make([]float64, o.k), StdErrors: make([]float64, o.k)}
 	for v, s := range t.Sums {
 		if s > t.N || s < -t.N {
-			return nil, &dpkit.ParamError{Name: fmt.Sprintf("tally.Sums[%d]", v), Value: s, Want: fmt.Sprintf("in [−%d, %d]", t.N, t.N)}
+			return nil, &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("tally.Sums[%d]", v), Value: s, Want: fmt.Sprintf("in [−%d, %d]", t.N, t.N)}
 		}
 		m := float64(s) / float64(t.N) * c
 		est.Frequencies[v] = m
@@ -262,7 +262,7 @@ func (o *BinaryOracle) Variance(pi []float64, n int64) ([]float64, error) {
 		return nil, err
 	}
 	if n < 1 {
-		return nil, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "n", Value: n, Want: "an integer ≥ 1"}
 	}
 	c := 1 / (1 - o.gamma)
 	v := make([]float64, o.k)
@@ -277,15 +277,15 @@ func total(counts []int64) (int64, error) {
 	var n int64
 	for v, c := range counts {
 		if c < 0 {
-			return 0, &dpkit.ParamError{Name: fmt.Sprintf("counts[%d]", v), Value: c, Want: "an integer ≥ 0"}
+			return 0, &dpkit.ParamError{Pkg: "ldp", Name: fmt.Sprintf("counts[%d]", v), Value: c, Want: "an integer ≥ 0"}
 		}
 		n += c
 		if n < 0 {
-			return 0, &dpkit.ParamError{Name: "counts", Value: "overflow", Want: "a total below 2^63"}
+			return 0, &dpkit.ParamError{Pkg: "ldp", Name: "counts", Value: "overflow", Want: "a total below 2^63"}
 		}
 	}
 	if n < 1 {
-		return 0, &dpkit.ParamError{Name: "counts", Value: n, Want: "at least 1 report"}
+		return 0, &dpkit.ParamError{Pkg: "ldp", Name: "counts", Value: n, Want: "at least 1 report"}
 	}
 	return n, nil
 }

@@ -27,11 +27,11 @@ func StaircasePattern(k int, eps float64, j int) ([]float64, error) {
 	if err := checkK(k, MaxOptimalInputs); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	if j < 0 || j >= 1<<k {
-		return nil, &dpkit.ParamError{Name: "j", Value: j, Want: fmt.Sprintf("an integer in [0, %d]", 1<<k-1)}
+		return nil, &dpkit.ParamError{Pkg: "ldp", Name: "j", Value: j, Want: fmt.Sprintf("an integer in [0, %d]", 1<<k-1)}
 	}
 	s := make([]float64, k)
 	e := math.Exp(eps)
@@ -84,7 +84,7 @@ func scaledPattern(k int, eps float64, j int) []float64 {
 //
 // k = u.Inputs() must be at most MaxOptimalInputs.
 func Optimal(u Utility, eps float64) (*Result, error) {
-	if err := dpkit.CheckEpsilon("eps", eps); err != nil {
+	if err := dpkit.InPackage("ldp", dpkit.CheckEpsilon("eps", eps)); err != nil {
 		return nil, err
 	}
 	k := u.Inputs()

@@ -29,7 +29,7 @@ func Value(u Utility, q Matrix) (float64, error) {
 		return 0, err
 	}
 	if q.Inputs() != u.Inputs() {
-		return 0, &dpkit.ParamError{Name: "matrix", Value: q.Inputs(), Want: "one row per input of the utility"}
+		return 0, &dpkit.ParamError{Pkg: "ldp", Name: "matrix", Value: q.Inputs(), Want: "one row per input of the utility"}
 	}
 	return value(u, q), nil
 }
@@ -209,7 +209,7 @@ func MutualInformation(p []float64, q Matrix) (float64, error) {
 
 func checkPair(m0, m1 []float64) error {
 	if len(m0) == 0 {
-		return &dpkit.ParamError{Name: "m0", Value: "no entries", Want: "a distribution"}
+		return &dpkit.ParamError{Pkg: "ldp", Name: "m0", Value: "no entries", Want: "a distribution"}
 	}
 	if err := checkDistribution("m0", m0, len(m0), false); err != nil {
 		return err

@@ -54,13 +54,13 @@ func Majority(k int) Function {
 // table evaluates f on every input of k bits and checks its outputs.
 func (f Function) table(k int) ([]int, error) {
 	if f.Eval == nil || f.Outputs < 1 {
-		return nil, &dpkit.ParamError{Name: "function", Value: f.Name, Want: "an Eval function and Outputs ≥ 1"}
+		return nil, &dpkit.ParamError{Pkg: "multiparty", Name: "function", Value: f.Name, Want: "an Eval function and Outputs ≥ 1"}
 	}
 	t := make([]int, 1<<k)
 	for x := range t {
 		y := f.Eval(uint32(x))
 		if y < 0 || y >= f.Outputs {
-			return nil, &dpkit.ParamError{Name: fmt.Sprintf("function(%0*b)", k, x), Value: y, Want: fmt.Sprintf("an output in [0, %d]", f.Outputs-1)}
+			return nil, &dpkit.ParamError{Pkg: "multiparty", Name: fmt.Sprintf("function(%0*b)", k, x), Value: y, Want: fmt.Sprintf("an output in [0, %d]", f.Outputs-1)}
 		}
 		t[x] = y
 	}

@@ -108,7 +108,7 @@ func (pr *Protocol) symbols(i int) []int {
 // for party i.
 func (pr *Protocol) Randomize(x []int, src noise.Source) ([]int, error) {
 	if len(x) != len(pr.parties) {
-		return nil, &dpkit.ParamError{Name: "bits", Value: fmt.Sprintf("%d bits", len(x)), Want: fmt.Sprintf("%d bits, one per party", len(pr.parties))}
+		return nil, &dpkit.ParamError{Pkg: "multiparty", Name: "bits", Value: fmt.Sprintf("%d bits", len(x)), Want: fmt.Sprintf("%d bits, one per party", len(pr.parties))}
 	}
 	if src == nil {
 		src = secure
@@ -116,7 +116,7 @@ func (pr *Protocol) Randomize(x []int, src noise.Source) ([]int, error) {
 	t := make([]int, len(x))
 	for i, b := range x {
 		if b != 0 && b != 1 {
-			return nil, &dpkit.ParamError{Name: fmt.Sprintf("bits[%d]", i), Value: b, Want: "0 or 1"}
+			return nil, &dpkit.ParamError{Pkg: "multiparty", Name: fmt.Sprintf("bits[%d]", i), Value: b, Want: "0 or 1"}
 		}
 		switch {
 		case src.Uint64()>>11 < pr.reveal[i]:

@@ -11,7 +11,7 @@ import (
 // unbiased estimate of AverageAccuracy with standard deviation √(a(1−a)/n).
 func Simulate(pr *Protocol, f Function, n int, src noise.Source) (float64, error) {
 	if n < 1 {
-		return 0, &dpkit.ParamError{Name: "n", Value: n, Want: "an integer ≥ 1"}
+		return 0, &dpkit.ParamError{Pkg: "multiparty", Name: "n", Value: n, Want: "an integer ≥ 1"}
 	}
 	rule, err := BayesRule(pr, f)
 	if err != nil {

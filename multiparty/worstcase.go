@@ -175,7 +175,7 @@ func WorstCaseAccuracy(pr *Protocol, f Function) (*WorstCase, error) {
 		kg = newKronGame(pr, tab, ny)
 		g, sizes = kg, [2]int{kg.nx, kg.nt}
 	default:
-		return nil, &dpkit.ParamError{Name: "parties", Value: k,
+		return nil, &dpkit.ParamError{Pkg: "multiparty", Name: "parties", Value: k,
 			Want: fmt.Sprintf("a worst-case program of at most %d orbit pairs or %d transcripts (this one has %d × %d orbits and %d transcripts)",
 				MaxOrbitCells, MaxTranscripts, nxo, nto, pr.NumTranscripts())}
 	}

@@ -35,7 +35,7 @@ func Canonical(b dpkit.Budget) (*Pair, error) {
 	hi := keep * (1 / (1 + s)) // (1−δ) e^ε/(1+e^ε)
 	lo := keep * (s / (1 + s)) // (1−δ)/(1+e^ε)
 	if keep > 0 && lo < 0x1p-1022 {
-		return nil, wrap(&dpkit.ParamError{Name: "epsilon", Value: b.Epsilon,
+		return nil, wrap(&dpkit.ParamError{Pkg: "region", Name: "epsilon", Value: b.Epsilon,
 			Want: "small enough that (1−δ)/(1+e^ε) is a normal float64 (ε ≤ 708 when δ ≤ ½)"})
 	}
 	return &Pair{

@@ -31,7 +31,7 @@ func ExampleContains() {
 	// (0.3, 0.3) in R(ln 3, 0): true
 	// (0.2, 0.2) in R(ln 3, 0): false
 	// (0.5, 0.5) in R(ln 3, 0): true
-	// region: dpkit: invalid md = 1.5: want in [0, 1]
+	// region: invalid md = 1.5: want in [0, 1]
 }
 
 func ExampleBoundary() {
@@ -54,7 +54,7 @@ func ExampleNewPair() {
 	fmt.Println(err)
 	// Output:
 	// [0.75 0.25] [0.25 0.75] <nil>
-	// region: dpkit: invalid sum(p0) = 1.1: want 1 (within 1e-9)
+	// region: invalid sum(p0) = 1.1: want 1 (within 1e-9)
 }
 
 func ExamplePair_HockeyStick() {

@@ -48,7 +48,7 @@ func ImpliedDelta(b dpkit.Budget, epsTilde float64) (float64, error) {
 	if err := b.Validate(); err != nil {
 		return math.NaN(), wrap(err)
 	}
-	if err := dpkit.CheckEpsilon("epsTilde", epsTilde); err != nil {
+	if err := dpkit.InPackage("region", dpkit.CheckEpsilon("epsTilde", epsTilde)); err != nil {
 		return math.NaN(), wrap(err)
 	}
 	return impliedDelta(b, epsTilde), nil
@@ -80,8 +80,8 @@ func TotalVariation(b dpkit.Budget) (float64, error) {
 
 // checkBudget validates b, naming its fields "<name>.epsilon" and "<name>.delta".
 func checkBudget(name string, b dpkit.Budget) error {
-	if err := dpkit.CheckEpsilon(name+".epsilon", b.Epsilon); err != nil {
+	if err := dpkit.InPackage("region", dpkit.CheckEpsilon(name+".epsilon", b.Epsilon)); err != nil {
 		return wrap(err)
 	}
-	return wrap(dpkit.CheckDelta(name+".delta", b.Delta))
+	return wrap(dpkit.InPackage("region", dpkit.CheckDelta(name+".delta", b.Delta)))
 }

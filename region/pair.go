@@ -42,10 +42,10 @@ func NewPair(p0, p1 []float64) (*Pair, error) {
 
 func validate(p0, p1 []float64) error {
 	if len(p0) == 0 {
-		return &dpkit.ParamError{Name: "len(p0)", Value: 0, Want: "at least 1"}
+		return &dpkit.ParamError{Pkg: "region", Name: "len(p0)", Value: 0, Want: "at least 1"}
 	}
 	if len(p1) != len(p0) {
-		return &dpkit.ParamError{Name: "len(p1)", Value: len(p1), Want: fmt.Sprintf("len(p0) = %d", len(p0))}
+		return &dpkit.ParamError{Pkg: "region", Name: "len(p1)", Value: len(p1), Want: fmt.Sprintf("len(p0) = %d", len(p0))}
 	}
 	for _, v := range []struct {
 		name string
@@ -54,12 +54,12 @@ func validate(p0, p1 []float64) error {
 		var s sum
 		for i, x := range v.p {
 			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-				return &dpkit.ParamError{Name: fmt.Sprintf("%s[%d]", v.name, i), Value: x, Want: "a finite number ≥ 0"}
+				return &dpkit.ParamError{Pkg: "region", Name: fmt.Sprintf("%s[%d]", v.name, i), Value: x, Want: "a finite number ≥ 0"}
 			}
 			s.add(x)
 		}
 		if total := s.value(); !(math.Abs(total-1) <= sumTol) {
-			return &dpkit.ParamError{Name: "sum(" + v.name + ")", Value: total, Want: "1 (within 1e-9)"}
+			return &dpkit.ParamError{Pkg: "region", Name: "sum(" + v.name + ")", Value: total, Want: "1 (within 1e-9)"}
 		}
 	}
 	return nil
@@ -68,7 +68,7 @@ func validate(p0, p1 []float64) error {
 // check re-validates p, so that a Pair built without NewPair cannot make a method panic.
 func (p *Pair) check() error {
 	if p == nil {
-		return &dpkit.ParamError{Name: "pair", Value: nil, Want: "a non-nil *Pair"}
+		return &dpkit.ParamError{Pkg: "region", Name: "pair", Value: nil, Want: "a non-nil *Pair"}
 	}
 	return validate(p.P0, p.P1)
 }
@@ -151,7 +151,7 @@ func (p *Pair) Epsilon(delta float64) (float64, error) {
 	if err := p.check(); err != nil {
 		return math.NaN(), wrap(err)
 	}
-	if err := dpkit.CheckDelta("delta", delta); err != nil {
+	if err := dpkit.InPackage("region", dpkit.CheckDelta("delta", delta)); err != nil {
 		return math.NaN(), wrap(err)
 	}
 	if delta >= 1 {

@@ -1,6 +1,7 @@
 package region
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -35,10 +36,10 @@ func Contains(b dpkit.Budget, md, fa float64) (bool, error) {
 	if err := b.Validate(); err != nil {
 		return false, wrap(err)
 	}
-	if err := dpkit.CheckDelta("md", md); err != nil {
+	if err := dpkit.InPackage("region", dpkit.CheckDelta("md", md)); err != nil {
 		return false, wrap(err)
 	}
-	if err := dpkit.CheckDelta("fa", fa); err != nil {
+	if err := dpkit.InPackage("region", dpkit.CheckDelta("fa", fa)); err != nil {
 		return false, wrap(err)
 	}
 	t := exp(b.Epsilon)
@@ -86,10 +87,16 @@ func Boundary(b dpkit.Budget) ([]Point, error) {
 	return []Point{{0, keep}, {v, v}, {keep, 0}}, nil
 }
 
-// wrap prefixes an error with the package name, keeping it matchable with errors.As.
+// wrap prefixes an error with the package name, keeping it matchable with errors.As: a
+// *dpkit.ParamError is attributed to package region (its message then starts "region:"),
+// any other error is wrapped.
 func wrap(err error) error {
 	if err == nil {
 		return nil
+	}
+	var pe *dpkit.ParamError
+	if errors.As(err, &pe) {
+		return dpkit.InPackage("region", err)
 	}
 	return fmt.Errorf("region: %w", err)
 }
