@@ -153,33 +153,7 @@ func (c *multipartyCommand) Run(ctx context.Context, args []string) error {
 	if c.accuracy.value == "hamming" {
 		acc.Measure = multiparty.HammingMeasure(f.Outputs)
 	}
-	var avg float64
-	var worst, upper *float64
-	err = runJob(ctx, c.stderr, "solving", func(context.Context, progressFunc) error { // may take a minute at 12 parties
-		var err error
-		if avg, err = multiparty.AverageAccuracyWith(pr, f, acc); err != nil {
-			return err
-		}
-		if acc.Measure != nil {
-			return nil // the worst-case program is solved for the 0/1 measure
-		}
-		if c.function.value == "xor" {
-			w := multiparty.XORAccuracy(pr)
-			worst, upper = &w, &w
-			return nil
-		}
-		wc, err := multiparty.WorstCaseAccuracy(pr, f)
-		var param *dpkit.ParamError
-		switch {
-		case errors.As(err, &param):
-			// Too large for the solver (no symmetry and 0 < δ_i < 1): reported as null.
-		case err != nil:
-			return err
-		default:
-			worst, upper = &wc.Accuracy, &wc.UpperBound
-		}
-		return nil
-	})
+	avg, worst, upper, err := c.accuracies(ctx, pr, f, acc)
 	if err != nil {
 		return err
 	}
@@ -368,4 +342,37 @@ func decisionTable(pr *multiparty.Protocol, f multiparty.Function, acc multipart
 		table[b.String()] = rule.Decide(tau)
 	})
 	return table, keys, nil
+}
+
+// accuracies solves for the average accuracy and (for the 0/1 measure) the worst-case
+// accuracy and its upper bound (nil when the program is too large for the solver), as a
+// job: it may take a minute at 12 parties, so progress is shown on a terminal and Ctrl-C
+// stops it.
+func (c *multipartyCommand) accuracies(ctx context.Context, pr *multiparty.Protocol, f multiparty.Function, acc multiparty.Accuracy) (avg float64, worst, upper *float64, err error) {
+	err = runJob(ctx, c.stderr, "solving", func(context.Context, progressFunc) error {
+		var err error
+		if avg, err = multiparty.AverageAccuracyWith(pr, f, acc); err != nil {
+			return err
+		}
+		if acc.Measure != nil {
+			return nil // the worst-case program is solved for the 0/1 measure
+		}
+		if c.function.value == "xor" {
+			w := multiparty.XORAccuracy(pr)
+			worst, upper = &w, &w
+			return nil
+		}
+		wc, err := multiparty.WorstCaseAccuracy(pr, f)
+		var param *dpkit.ParamError
+		switch {
+		case errors.As(err, &param):
+			// Too large for the solver (no symmetry and 0 < δ_i < 1): reported as null.
+		case err != nil:
+			return err
+		default:
+			worst, upper = &wc.Accuracy, &wc.UpperBound
+		}
+		return nil
+	})
+	return avg, worst, upper, err
 }
