@@ -166,10 +166,15 @@ func (a *fixedGaussianAccountant) Charge(st Stats, c dpkit.Budget) (dpkit.Budget
 }
 
 func (a *fixedGaussianAccountant) Spent(st Stats) (float64, float64, error) {
+	return gaussianSpent(a.SpentMu(st), a.total)
+}
+
+// SpentMu returns the μ of the releases so far: √n·μ0 rounded up (0 for none).
+func (a *fixedGaussianAccountant) SpentMu(st Stats) float64 {
 	if st.Count == 0 {
-		return 0, 0, nil
+		return 0
 	}
-	return gaussianSpent(composedMu(a.mu0, st.Count), a.total)
+	return composedMu(a.mu0, st.Count)
 }
 
 func (a *fixedGaussianAccountant) Remaining(st Stats, c dpkit.Budget) Remaining {
@@ -220,8 +225,16 @@ func (a *gaussianAccountant) Charge(st Stats, c dpkit.Budget) (dpkit.Budget, err
 // Spent returns the filter's level: ε at the total δ and δ at the total ε of
 // √(Σ μ_i²)-GDP (rounded up).
 func (a *gaussianAccountant) Spent(st Stats) (float64, float64, error) {
+	return gaussianSpent(a.SpentMu(st), a.total)
+}
+
+// SpentMu returns the filter's level √(Σ μ_i²), rounded up (0 for no release).
+func (a *gaussianAccountant) SpentMu(st Stats) float64 {
 	v := ratUp(st.SumEpsilonSq)
-	return gaussianSpent(math.Nextafter(math.Sqrt(v), math.Inf(1)), a.total)
+	if v == 0 {
+		return 0
+	}
+	return math.Nextafter(math.Sqrt(v), math.Inf(1))
 }
 
 // Remaining reads c.Epsilon as the μ of each further release: Releases is the largest n

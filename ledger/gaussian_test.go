@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"math"
 	"math/big"
 	"path/filepath"
 	"testing"
@@ -141,6 +142,9 @@ func TestGaussianBudgets(t *testing.T) {
 	if st.SpentEpsilon < want || st.SpentEpsilon > total.Epsilon*(1+1e-9) || !scalar.EqualWithinRel(st.SpentEpsilon, want, 1e-12) {
 		t.Errorf("spent ε %v, closed form %v, total %v", st.SpentEpsilon, want, total.Epsilon)
 	}
+	if st.SpentMu == nil || *st.SpentMu < mu0*10 || !scalar.EqualWithinRel(*st.SpentMu, mu0*10, 1e-14) {
+		t.Errorf("spent μ %v, want √100·μ0 = %v rounded up", st.SpentMu, mu0*10)
+	}
 	if _, err := l.Audit(ctx, "f"); err != nil {
 		t.Error(err)
 	}
@@ -165,6 +169,14 @@ func TestGaussianBudgets(t *testing.T) {
 	r, _ := l.Remaining(ctx, "g", dpkit.Budget{Epsilon: mu / 4})
 	if r.Releases != 16 || !r.NextAllowed || !scalar.EqualWithinRel(r.NextEpsilon, mu, 1e-15) {
 		t.Errorf("remaining %+v, want 16 releases of μ/4 and next μ up to %v", r, mu)
+	}
+	for _, m := range []float64{mu / 4, mu / 2} {
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "g", Cost: dpkit.Budget{Epsilon: 0.1}, Mechanism: gaussianRelease(m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := l.Status(ctx, "g"); st.SpentMu == nil || *st.SpentMu < mu*math.Sqrt(5.0/16) || !scalar.EqualWithinRel(*st.SpentMu, mu*math.Sqrt(5.0/16), 1e-9) {
+		t.Errorf("filter's spent μ %v, want √(μ²/16 + μ²/4) = %v", st.SpentMu, mu*math.Sqrt(5.0/16))
 	}
 	for _, p := range []ledger.Policy{
 		{Kind: ledger.Fixed, Releases: 3, Mechanism: "laplace"},

@@ -347,6 +347,10 @@ type Status struct {
 	// much of it is used.
 	SpentEpsilon float64 `json:"spent_epsilon"`
 	SpentDelta   float64 `json:"spent_delta"`
+	// SpentMu, for the Gaussian policies (fixed Gaussian and the Gaussian filter), is
+	// the μ of the releases' composition, rounded up: they are jointly SpentMu-GDP, and
+	// SpentEpsilon, SpentDelta are two points of that curve.
+	SpentMu *float64 `json:"spent_mu,omitempty"`
 }
 
 // Status returns budget id's status.
@@ -364,7 +368,12 @@ func (l *Ledger) Status(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{Definition: b.def, Releases: st.Count, SpentEpsilon: e, SpentDelta: d}, nil
+	out := Status{Definition: b.def, Releases: st.Count, SpentEpsilon: e, SpentDelta: d}
+	if g, ok := b.acc.(interface{ SpentMu(Stats) float64 }); ok {
+		mu := g.SpentMu(st)
+		out.SpentMu = &mu
+	}
+	return out, nil
 }
 
 // Budgets returns the definitions of all budgets, ordered by ID.
@@ -423,6 +432,10 @@ type AuditReport struct {
 	Releases     int64   `json:"releases"`
 	SpentEpsilon float64 `json:"spent_epsilon"`
 	SpentDelta   float64 `json:"spent_delta"`
+	// SpentMu, for the Gaussian policies (fixed Gaussian and the Gaussian filter), is
+	// the μ of the releases' composition, rounded up: they are jointly SpentMu-GDP, and
+	// SpentEpsilon, SpentDelta are two points of that curve.
+	SpentMu *float64 `json:"spent_mu,omitempty"`
 }
 
 // Audit recomputes budget id's statistics from its release log — replaying every
