@@ -63,11 +63,15 @@ const (
 type pendingQuery struct {
 	req        QueryRequest
 	dataset    string
+	budget     string       // the ledger budget spent on: the dataset's, or the analyst's grant
 	analyst    string       // the caller's key id
 	key        string       // the idempotency key as given, or generated
 	releaseKey string       // the key as recorded in the ledger: per API key
-	cost       dpkit.Budget // what the release costs
-	chosen     bool         // the query chose its cost (adaptive policy)
+	policy     PolicySpec   // the dataset's
+	costs      Costs        // what the policy sets
+	cost       dpkit.Budget // what the ledger charges (for a Gaussian release under the gaussian filter: its (ε, δ) at the total δ, shown; μ is charged)
+	opts       query.ReleaseOptions
+	chosen     bool // the query chose its cost (adaptive policy)
 	prepared   Prepared
 	deadline   time.Time // when the query's time is up
 }
@@ -100,16 +104,28 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 	if err != nil {
 		return nil, err
 	}
-	receipt, found, err := s.ledger.Recorded(ctx, q.dataset, q.releaseKey)
+	receipt, found, err := s.ledger.Recorded(ctx, q.budget, q.releaseKey)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		if err := s.ledger.Check(ctx, q.dataset, q.spend(nil)); err != nil {
+		if q.req.Accuracy != nil {
+			// The cost depends on the plan's sensitivities: plan first (the schema's, not
+			// the rows'), then check, before computing anything.
+			if err := s.prepare(ctx, d, q); err != nil {
+				return nil, err
+			}
+			if err := q.accuracyCost(); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.ledger.Check(ctx, q.budget, q.spend(nil)); err != nil {
 			return nil, demoHint(d, err)
 		}
-		if err := s.prepare(ctx, d, q); err != nil {
-			return nil, err
+		if q.prepared == nil {
+			if err := s.prepare(ctx, d, q); err != nil {
+				return nil, err
+			}
 		}
 		if receipt, err = s.compute(ctx, q); err != nil {
 			return nil, demoHint(d, err)
@@ -120,7 +136,7 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 		return nil, err
 	}
 	return &QueryResponse{
-		Result: ans.Result, Groups: ans.Groups, Mechanism: ans.Mechanism, Scale: ans.Scale, CI95: ans.CI95,
+		Aggregates: ans.Aggregates, Result: ans.Result, Values: ans.Values, Groups: ans.Groups, Mechanism: ans.Mechanism, Scale: ans.Scale, CI95: ans.CI95, Mu: ans.Mu,
 		Charged: receipt.Charged, Spent: receipt.Status.Spent, RemainingQueries: receipt.Status.Remaining,
 		Release: receipt.Number, IdempotencyKey: q.key,
 	}, nil
@@ -141,7 +157,7 @@ func (s *Server) compute(ctx context.Context, q *pendingQuery) (Receipt, error) 
 	if err != nil {
 		return Receipt{}, err
 	}
-	receipt, err := s.ledger.Spend(ctx, q.dataset, q.spend(&spendOf{ans, payload}))
+	receipt, err := s.ledger.Spend(ctx, q.budget, q.spend(&spendOf{ans, payload}))
 	if errors.Is(err, ErrKeyConflict) {
 		return Receipt{}, q.conflict()
 	}
@@ -225,20 +241,17 @@ func (s *Server) plan(ctx context.Context, p principal, d *dataset, req QueryReq
 	if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	q := &pendingQuery{req: req, dataset: d.spec.Name, analyst: p.ID, key: req.IdempotencyKey, chosen: d.spec.Policy.Mode == "adaptive",
-		deadline: time.Now().Add(s.opts.QueryTimeout)}
-	if err := q.chosenCost(); err != nil {
+	q := &pendingQuery{req: req, dataset: d.spec.Name, analyst: p.ID, key: req.IdempotencyKey, policy: *d.spec.Policy,
+		chosen: d.spec.Policy.Mode == "adaptive", deadline: time.Now().Add(s.opts.QueryTimeout)}
+	var err error
+	if q.budget, err = s.ledger.AnalystBudget(ctx, d.spec.Name, p.ID); err != nil {
 		return nil, err
 	}
-	if !q.chosen {
-		per, err := s.ledger.PerQuery(ctx, d.spec.Name)
-		if err != nil {
-			return nil, err
-		}
-		if per == nil {
-			return nil, fmt.Errorf("dataset %q: fixed policy without a per-query cost", d.spec.Name)
-		}
-		q.cost = *per
+	if q.costs, err = s.ledger.Costs(ctx, d.spec.Name); err != nil {
+		return nil, err
+	}
+	if err := q.chooseCost(); err != nil {
+		return nil, err
 	}
 	if q.key == "" {
 		q.key = randomKey()
@@ -294,50 +307,37 @@ type spendOf struct {
 	payload []byte
 }
 
-// spend is the ledger request of q: for the check before computing (a == nil), or for
-// recording the computed answer.
+// spend is the ledger request of q: for the check before computing (a == nil, with the
+// mechanism a Gaussian release will run, whose μ the ledger needs), or for recording
+// the computed answer.
 func (q *pendingQuery) spend(a *spendOf) Spend {
-	sp := Spend{Key: q.releaseKey, Analyst: q.analyst}
-	if q.chosen {
-		sp.Cost = &q.cost
-	}
+	cost := q.cost
+	sp := Spend{Key: q.releaseKey, Analyst: q.analyst, Cost: &cost}
 	if a != nil {
 		sp.Mechanism, sp.Payload = a.ans.Descriptor, a.payload
+	} else if q.opts.Gaussian {
+		sp.Mechanism = gaussianCheck(q.opts.Mu)
 	}
 	return sp
 }
 
-// chosenCost sets the cost the request names, which the adaptive policy requires and
-// the fixed one forbids.
-func (q *pendingQuery) chosenCost() error {
-	req := q.req
-	if !q.chosen {
-		if req.Epsilon != nil || req.Delta != nil {
-			return &dpkit.ParamError{Pkg: "server", Name: "epsilon", Value: "set", Want: "absent: the dataset's fixed policy sets the cost of every query"}
-		}
-		return nil
-	}
-	if req.Epsilon == nil {
-		return &dpkit.ParamError{Pkg: "server", Name: "epsilon", Value: nil, Want: "the ε of this query (the dataset's policy is adaptive)"}
-	}
-	q.cost = dpkit.Budget{Epsilon: *req.Epsilon}
-	if req.Delta != nil {
-		q.cost.Delta = *req.Delta
-	}
-	if err := dpkit.CheckPositive("epsilon", q.cost.Epsilon); err != nil {
-		return dpkit.InPackage("server", err)
-	}
-	return dpkit.InPackage("server", dpkit.CheckDelta("delta", q.cost.Delta))
-}
-
 // release computes the noisy answer and the payload that records it.
 func (q *pendingQuery) release(src noise.Source) (Answer, []byte, error) {
-	ans, err := q.prepared.Release(q.cost, src)
+	ans, err := q.prepared.Release(q.opts, src)
 	if err != nil {
 		return Answer{}, nil, err
 	}
 	if q.chosen {
-		ans.Epsilon, ans.Delta = &q.cost.Epsilon, &q.cost.Delta
+		ans.Epsilon, ans.Delta = q.req.Epsilon, q.req.Delta
+		if ans.Epsilon != nil && ans.Delta == nil {
+			zero := 0.0
+			ans.Delta = &zero
+		}
+		ans.RequestMu, ans.RequestGaussian = q.req.Mu, q.req.Mechanism == "gaussian"
+	}
+	if q.req.Accuracy != nil {
+		h := q.req.Accuracy.CI95HalfWidth
+		ans.RequestAccuracy = &h
 	}
 	body, err := json.Marshal(ans)
 	if err != nil {
@@ -394,7 +394,12 @@ func sameCost(a Answer, req QueryRequest) bool {
 		zero := 0.0
 		d = &zero
 	}
-	return eq(a.Epsilon, req.Epsilon) && eq(a.Delta, d)
+	var acc *float64
+	if req.Accuracy != nil {
+		acc = &req.Accuracy.CI95HalfWidth
+	}
+	return eq(a.Epsilon, req.Epsilon) && eq(a.Delta, d) && eq(a.RequestMu, req.Mu) && eq(a.RequestAccuracy, acc) &&
+		a.RequestGaussian == (req.Mechanism == "gaussian")
 }
 
 // MaxPage is the largest page of the audit log (GET …/releases?limit=).

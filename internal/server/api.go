@@ -29,18 +29,32 @@ type ColumnSpec struct {
 }
 
 // UnitSpec is the privacy unit: the column identifying a person and the most rows one
-// person may contribute.
+// person may contribute; for grouped queries, optionally the most groups one person
+// counts in (max_groups, also the max_partitions of partition selection) and the most
+// rows in each (max_rows_per_group).
 type UnitSpec struct {
-	Column  string `json:"column"`
-	MaxRows int    `json:"max_rows"`
+	Column          string `json:"column"`
+	MaxRows         int    `json:"max_rows"`
+	MaxGroups       int    `json:"max_groups,omitempty"`
+	MaxRowsPerGroup int    `json:"max_rows_per_group,omitempty"`
 }
 
-// PolicySpec names the ledger policy of a dataset's budget. "fixed" (the default) charges
-// every query the same (ε0, δ0), calibrated at registration from the total and
-// max_queries; "adaptive" lets each query choose its ε (and δ) under a privacy filter.
+// PolicySpec names the ledger policy of a dataset's budget (docs/service.md):
+//
+//   - "fixed" (the default): max_queries releases, each at the cost calibrated at
+//     registration; with "mechanism": "gaussian" each release is μ0-GDP, K of them
+//     composing exactly to the total (μ0 = μ/√K), instead of (ε0, δ0) by KOV;
+//   - "plan": the declared list of per-query costs "plan", consumed in order;
+//   - "adaptive": each query chooses its cost (ε, δ, or an accuracy) under a privacy
+//     filter: "basic" (the default: Σε ≤ ε, Σδ ≤ δ), "advanced" (with "filter_delta"),
+//     or "gaussian" (queries name "mu" or an accuracy; Σμ² ≤ μ², Smith–Thakurta).
 type PolicySpec struct {
-	Mode       string `json:"mode"`
-	MaxQueries int64  `json:"max_queries,omitempty"`
+	Mode        string         `json:"mode"`
+	MaxQueries  int64          `json:"max_queries,omitempty"`
+	Mechanism   string         `json:"mechanism,omitempty"` // fixed: "laplace" (default) or "gaussian"
+	Filter      string         `json:"filter,omitempty"`    // adaptive: "basic" (default), "advanced", "gaussian"
+	FilterDelta float64        `json:"filter_delta,omitempty"`
+	Plan        []dpkit.Budget `json:"plan,omitempty"`
 }
 
 // DatasetSpec is the body of POST /v1/datasets without its data. It is stored as JSON.
@@ -78,30 +92,58 @@ type DatasetInfo struct {
 	Demo        bool                  `json:"demo,omitempty"`   // registered by dpkit serve --demo
 }
 
-// QueryRequest is the body of POST /v1/datasets/{name}/query.
+// QueryRequest is the body of POST /v1/datasets/{name}/query. Under an adaptive policy
+// the query names its cost: "epsilon" (and "delta"), or "mu" under the Gaussian filter,
+// or instead an accuracy, the half-width of the 95% intervals wanted (the cheapest cost
+// meeting it is charged); "mechanism": "gaussian" asks for Gaussian noise under the
+// basic or advanced filter. Under the fixed and plan policies the cost is set; an
+// accuracy is then checked against it.
 type QueryRequest struct {
-	SQL            string   `json:"sql"`
-	Epsilon        *float64 `json:"epsilon,omitempty"` // adaptive policy only
-	Delta          *float64 `json:"delta,omitempty"`   // adaptive policy only (default 0)
-	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	SQL            string        `json:"sql"`
+	Epsilon        *float64      `json:"epsilon,omitempty"`
+	Delta          *float64      `json:"delta,omitempty"`
+	Mu             *float64      `json:"mu,omitempty"`
+	Mechanism      string        `json:"mechanism,omitempty"`
+	Accuracy       *AccuracySpec `json:"accuracy,omitempty"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty"`
 }
 
-// Group is one group of a GROUP BY or HISTOGRAM answer.
+// AccuracySpec asks for an accuracy instead of a cost.
+type AccuracySpec struct {
+	CI95HalfWidth float64 `json:"ci95_halfwidth"`
+}
+
+// Group is one group of a grouped answer. For a query of one aggregate and at most one
+// grouping column it has the single-aggregate shape {"key": "eng", "value": v, "ci95":
+// [lo, hi]}; otherwise {"key": [one value per GROUP BY column], "values": [one per
+// aggregate], "ci95": [one interval per aggregate, null where the error depends on the
+// data]}.
 type Group struct {
-	Key   string    `json:"key"`
-	Value float64   `json:"value"`
-	CI95  []float64 `json:"ci95,omitempty"` // interval of this group's exact value, when known
+	Key    any       `json:"key"`
+	Value  *float64  `json:"value,omitempty"`
+	Values []float64 `json:"values,omitempty"`
+	CI95   any       `json:"ci95,omitempty"`
+}
+
+// GrantRequest is the optional body of PUT /v1/datasets/{name}/grants/{key}: a budget
+// of the analyst's own within the dataset's (a ledger sub-budget: each of the analyst's
+// releases must fit both).
+type GrantRequest struct {
+	Budget *dpkit.Budget `json:"budget,omitempty"`
 }
 
 // QueryResponse is the answer to a query. Result is the noisy aggregate (null for a
 // grouped answer, whose values are in Groups); CI95 is a 95% interval for the noise;
 // Charged is what this release cost, Spent the budget's composed total after it.
 type QueryResponse struct {
+	Aggregates       []string     `json:"aggregates"` // the aggregates' texts, SELECT order
 	Result           *float64     `json:"result"`
+	Values           []float64    `json:"values,omitempty"` // several aggregates, ungrouped
 	Groups           []Group      `json:"groups,omitempty"`
 	Mechanism        string       `json:"mechanism"`
 	Scale            float64      `json:"scale"`
-	CI95             []float64    `json:"ci95"` // null for MEDIAN/QUANTILE (data-dependent error)
+	CI95             any          `json:"ci95"`         // [lo, hi]; a list per aggregate for several; null for quantiles
+	Mu               *float64     `json:"mu,omitempty"` // a Gaussian release's μ (GDP)
 	Charged          dpkit.Budget `json:"charged"`
 	Spent            dpkit.Budget `json:"spent"`
 	RemainingQueries *int64       `json:"remaining_queries"`
@@ -116,7 +158,7 @@ type BudgetResponse struct {
 	Releases         int64         `json:"releases"`
 	Policy           PolicySpec    `json:"policy"`
 	RemainingQueries *int64        `json:"remaining_queries"`
-	PerQuery         *dpkit.Budget `json:"per_query,omitempty"` // the fixed policy's cost
+	PerQuery         *dpkit.Budget `json:"per_query,omitempty"` // the fixed policy's cost; the plan's next slot
 }
 
 // ReleaseInfo is one entry of the audit log, GET /v1/datasets/{name}/releases.
@@ -240,7 +282,7 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 		schema.Columns = append(schema.Columns, col)
 	}
 	if u := s.PrivacyUnit; u != nil {
-		schema.Unit = &query.PrivacyUnit{Column: u.Column, MaxRows: u.MaxRows}
+		schema.Unit = &query.PrivacyUnit{Column: u.Column, MaxRows: u.MaxRows, MaxGroups: u.MaxGroups, MaxRowsPerGroup: u.MaxRowsPerGroup}
 	}
 	if err := schema.Validate(); err != nil {
 		return schema, err
@@ -260,25 +302,93 @@ func (s *DatasetSpec) validate() (query.Schema, error) {
 	if s.Policy == nil {
 		s.Policy = &PolicySpec{Mode: "fixed"}
 	}
-	switch s.Policy.Mode {
+	return schema, s.Policy.validate(*s.Budget)
+}
+
+// maxPlan bounds policy.plan.
+const maxPlan = 100_000
+
+// validate checks the policy against the total and fills its defaults; every error is
+// a *dpkit.ParamError naming the field ("policy.…").
+func (p *PolicySpec) validate(total dpkit.Budget) error {
+	perr := func(field string, v any, want string) error {
+		return &dpkit.ParamError{Pkg: "server", Name: "policy." + field, Value: v, Want: want}
+	}
+	if p.Mode != "fixed" && p.Mode != "" && p.Mechanism != "" {
+		return perr("mechanism", p.Mechanism, "absent except with the fixed policy (an adaptive query may ask for \"mechanism\": \"gaussian\", or use the gaussian filter)")
+	}
+	if p.Mode != "adaptive" && (p.Filter != "" || p.FilterDelta != 0) {
+		return perr("filter", p.Filter, "absent except with the adaptive policy")
+	}
+	if p.Mode != "plan" && p.Plan != nil {
+		return perr("plan", len(p.Plan), "absent except with the plan policy")
+	}
+	switch p.Mode {
 	case "", "fixed":
-		s.Policy.Mode = "fixed"
-		if s.Policy.MaxQueries == 0 {
-			return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.max_queries", Value: nil,
-				Want: fmt.Sprintf("the number of queries the budget is split into, in [1, %d] (the fixed policy, the default, needs it)", maxQueriesLimit)}
+		p.Mode = "fixed"
+		if p.MaxQueries == 0 {
+			return perr("max_queries", nil, fmt.Sprintf("the number of queries the budget is split into, in [1, %d] (the fixed policy, the default, needs it)", maxQueriesLimit))
 		}
-		if err := dpkit.CheckCount("policy.max_queries", s.Policy.MaxQueries, maxQueriesLimit); err != nil {
-			return schema, dpkit.InPackage("server", err)
+		if err := dpkit.CheckCount("policy.max_queries", p.MaxQueries, maxQueriesLimit); err != nil {
+			return dpkit.InPackage("server", err)
+		}
+		switch p.Mechanism {
+		case "", "laplace":
+			p.Mechanism = ""
+		case "gaussian":
+			if total.Delta == 0 {
+				return &dpkit.ParamError{Pkg: "server", Name: "budget.delta", Value: 0.0, Want: "> 0 for Gaussian releases"}
+			}
+		default:
+			return perr("mechanism", p.Mechanism, `"laplace" or "gaussian"`)
+		}
+	case "plan":
+		if p.MaxQueries != 0 {
+			return perr("max_queries", p.MaxQueries, "absent under the plan policy (the plan lists the queries)")
+		}
+		if len(p.Plan) == 0 || len(p.Plan) > maxPlan {
+			return perr("plan", len(p.Plan), fmt.Sprintf("a list of 1 to %d per-query costs {\"epsilon\": ε, \"delta\": δ}", maxPlan))
+		}
+		for i, c := range p.Plan {
+			if err := dpkit.CheckPositive(fmt.Sprintf("policy.plan[%d].epsilon", i), c.Epsilon); err != nil {
+				return dpkit.InPackage("server", err)
+			}
+			if err := dpkit.CheckDelta(fmt.Sprintf("policy.plan[%d].delta", i), c.Delta); err != nil {
+				return dpkit.InPackage("server", err)
+			}
 		}
 	case "adaptive":
-		if s.Policy.MaxQueries != 0 {
-			return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.max_queries", Value: s.Policy.MaxQueries, Want: "absent under the adaptive policy (each query names its ε)"}
+		if p.MaxQueries != 0 {
+			return perr("max_queries", p.MaxQueries, "absent under the adaptive policy (each query names its cost)")
+		}
+		switch p.Filter {
+		case "", "basic":
+			p.Filter = "basic"
+			if p.FilterDelta != 0 {
+				return perr("filter_delta", p.FilterDelta, "absent with the basic filter")
+			}
+		case "advanced":
+			if !(p.FilterDelta > 0) || p.FilterDelta > total.Delta || p.FilterDelta >= 1 {
+				return perr("filter_delta", p.FilterDelta, fmt.Sprintf("in (0, %g]: the share of budget.delta the advanced filter spends", total.Delta))
+			}
+		case "gaussian":
+			if p.FilterDelta != 0 {
+				return perr("filter_delta", p.FilterDelta, "absent with the gaussian filter")
+			}
+			if total.Delta == 0 {
+				return &dpkit.ParamError{Pkg: "server", Name: "budget.delta", Value: 0.0, Want: "> 0 for the gaussian filter"}
+			}
+		default:
+			return perr("filter", p.Filter, `"basic", "advanced" or "gaussian"`)
 		}
 	default:
-		return schema, &dpkit.ParamError{Pkg: "server", Name: "policy.mode", Value: s.Policy.Mode, Want: `"fixed" or "adaptive"`}
+		return perr("mode", p.Mode, `"fixed", "plan" or "adaptive"`)
 	}
-	return schema, nil
+	return nil
 }
+
+// gaussian reports whether queries under the policy get Gaussian noise by default.
+func (p PolicySpec) gaussian() bool { return p.Mechanism == "gaussian" || p.Filter == "gaussian" }
 
 // domainText turns a JSON domain value into the text query.Column.Domain expects.
 func domainText(v any) (string, error) {

@@ -3,7 +3,6 @@ package server
 import (
 	"io"
 
-	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/query"
 	"github.com/dpkit/dpkit/sensitivity"
@@ -37,20 +36,55 @@ func (q queryTable) Prepare(name, sql string) (Prepared, error) {
 
 type queryPlan struct{ p *query.Plan }
 
-// Release implements Prepared with query's release step (query.Plan.Release: pure
-// ε-DP mechanisms calibrated to the plan's sensitivities; δ of the cost is not used, so
-// charging the policy's (ε, δ) over-states the release's cost, the safe side).
-func (q queryPlan) Release(b dpkit.Budget, src noise.Source) (Answer, error) {
-	a, err := q.p.Release(b, src)
+// Release implements Prepared with query's release step (query.Plan.ReleaseWith): the
+// pure-ε mechanisms, or Gaussian ones, calibrated to the plan's sensitivities.
+func (q queryPlan) Release(o query.ReleaseOptions, src noise.Source) (Answer, error) {
+	a, err := q.p.ReleaseWith(o, src)
 	if err != nil {
 		return Answer{}, err
 	}
-	ans := Answer{Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, CI95: a.CI95, Descriptor: a.Descriptor}
-	if a.Groups != nil {
-		ans.Groups = make([]Group, len(a.Groups))
-		for i, g := range a.Groups {
-			ans.Groups[i] = Group{Key: g.Key, Value: g.Value, CI95: g.CI95}
-		}
+	return answerOf(a), nil
+}
+
+// CostForAccuracy implements Prepared.
+func (q queryPlan) CostForAccuracy(h float64, gaussian bool, delta float64) (query.ReleaseOptions, error) {
+	return q.p.CostForAccuracy(h, gaussian, delta)
+}
+
+// HalfWidth implements Prepared.
+func (q queryPlan) HalfWidth(o query.ReleaseOptions) (float64, error) { return q.p.HalfWidth(o) }
+
+// answerOf converts query's answer to the response's shapes: the single-aggregate shape
+// (result, groups[].key/value/ci95) for one aggregate and at most one grouping column,
+// else aggregates with values and a list of intervals (groups[].key a list).
+func answerOf(a *query.Answer) Answer {
+	ans := Answer{Aggregates: a.Aggregates, Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, Descriptor: a.Descriptor}
+	if a.Mu > 0 {
+		mu := a.Mu
+		ans.Mu = &mu
 	}
-	return ans, nil
+	legacy := len(a.Aggregates) == 1 && len(a.GroupColumns) <= 1
+	if legacy {
+		if a.CI95 != nil {
+			ans.CI95 = a.CI95
+		}
+	} else if a.Groups == nil {
+		ans.Values, ans.CI95 = a.Values, a.Intervals
+	}
+	if a.Groups == nil && a.GroupColumns == nil {
+		return ans
+	}
+	ans.Groups = make([]Group, len(a.Groups))
+	for i, g := range a.Groups {
+		if legacy {
+			v := g.Value
+			ans.Groups[i] = Group{Key: g.Key, Value: &v}
+			if g.CI95 != nil {
+				ans.Groups[i].CI95 = g.CI95
+			}
+			continue
+		}
+		ans.Groups[i] = Group{Key: g.Keys, Values: g.Values, CI95: g.Intervals}
+	}
+	return ans
 }

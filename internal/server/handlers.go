@@ -209,7 +209,13 @@ func (s *Server) setGrant(w http.ResponseWriter, r *http.Request, on bool) error
 	if err != nil {
 		return err
 	}
-	if err := s.SetGrant(r.Context(), p, r.PathValue("name"), r.PathValue("key"), on); err != nil {
+	var req GrantRequest
+	if on && r.ContentLength != 0 { // the body is optional
+		if err := s.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	if err := s.SetGrant(r.Context(), p, r.PathValue("name"), r.PathValue("key"), on, req.Budget); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -21,6 +21,7 @@ import (
 	"github.com/dpkit/dpkit/internal/datasource"
 	"github.com/dpkit/dpkit/internal/demodata"
 	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/query"
 )
 
 // bigSpec registers a table of n rows (k = 0, 1, …, n−1; v pseudo-random in [0, 1000])
@@ -89,7 +90,7 @@ func TestRefusedLatency(t *testing.T) {
 		var ds []time.Duration
 		for range 5 {
 			start := time.Now()
-			if _, err := p.Release(dpkit.Budget{Epsilon: 1}, noise.Seeded(3)); err != nil {
+			if _, err := p.Release(query.ReleaseOptions{Budget: dpkit.Budget{Epsilon: 1}}, noise.Seeded(3)); err != nil {
 				t.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))

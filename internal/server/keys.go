@@ -99,8 +99,10 @@ func (s *Server) RevokeKey(ctx context.Context, p principal, id string) error {
 }
 
 // SetGrant lets key id query the dataset name (on), or takes that back, on behalf of
-// admin p.
-func (s *Server) SetGrant(ctx context.Context, p principal, name, id string, on bool) error {
+// admin p. A budget (on only) gives the key a budget of its own within the dataset's: a
+// ledger sub-budget, which each of its releases must fit as well as the dataset's;
+// it is immutable (granting another one is a conflict) and outlives a revocation.
+func (s *Server) SetGrant(ctx context.Context, p principal, name, id string, on bool, budget *dpkit.Budget) error {
 	d, err := s.lookup(ctx, p, name)
 	if err != nil {
 		return err
@@ -112,8 +114,30 @@ func (s *Server) SetGrant(ctx context.Context, p principal, name, id string, on 
 	if !valid {
 		return errorf(http.StatusNotFound, "key %q not found", id)
 	}
-	if on {
-		return s.reg.Grant(ctx, id, d.spec.Name)
+	if !on {
+		return s.reg.Revoke(ctx, id, d.spec.Name)
 	}
-	return s.reg.Revoke(ctx, id, d.spec.Name)
+	if budget != nil {
+		if err := checkGrantBudget(*budget, *d.spec.Policy); err != nil {
+			return err
+		}
+		if err := s.ledger.GrantBudget(ctx, d.spec.Name, id, *budget); err != nil {
+			return err
+		}
+	}
+	return s.reg.Grant(ctx, id, d.spec.Name)
+}
+
+// checkGrantBudget checks an analyst's budget (the grant's "budget").
+func checkGrantBudget(b dpkit.Budget, pol PolicySpec) error {
+	if err := dpkit.CheckPositive("budget.epsilon", b.Epsilon); err != nil {
+		return dpkit.InPackage("server", err)
+	}
+	if err := dpkit.CheckDelta("budget.delta", b.Delta); err != nil {
+		return dpkit.InPackage("server", err)
+	}
+	if pol.gaussian() && b.Delta == 0 {
+		return &dpkit.ParamError{Pkg: "server", Name: "budget.delta", Value: 0.0, Want: "> 0: the dataset's releases are Gaussian (the analyst's budget is a Gaussian filter)"}
+	}
+	return nil
 }

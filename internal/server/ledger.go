@@ -7,7 +7,6 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
-	"github.com/dpkit/dpkit/mechanism"
 )
 
 // LedgerAccountant adapts a *ledger.Ledger to the Accountant the handlers use. Each
@@ -18,23 +17,33 @@ type LedgerAccountant struct {
 
 var _ Accountant = LedgerAccountant{}
 
-// policy translates a dataset's policy to the ledger's. The adaptive policy uses the
-// basic privacy filter (Σε ≤ ε, Σδ ≤ δ, summed exactly), valid for adaptively chosen
-// costs; the fixed policy lets the ledger calibrate (ε0, δ0) for max_queries releases
-// with its documented per-release δ rule (δ0 = δ/(2k)).
+// policy translates a dataset's policy to the ledger's: adaptive with its privacy filter
+// (basic: Σε ≤ ε, Σδ ≤ δ summed exactly; advanced; gaussian), the plan's costs, or fixed,
+// where the ledger calibrates max_queries releases ((ε0, δ0) with its per-release δ rule
+// δ0 = δ/(2k), or μ0 = μ/√k for Gaussian releases).
 func (p PolicySpec) ledger() ledger.Policy {
-	if p.Mode == "adaptive" {
-		return ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}
+	switch p.Mode {
+	case "adaptive":
+		f := ledger.Filter(p.Filter)
+		if f == "" {
+			f = ledger.BasicFilter
+		}
+		return ledger.Policy{Kind: ledger.Adaptive, Filter: f, FilterDelta: p.FilterDelta}
+	case "plan":
+		return ledger.Policy{Kind: ledger.Plan, Plan: p.Plan}
 	}
-	return ledger.Policy{Kind: ledger.Fixed, Releases: p.MaxQueries}
+	return ledger.Policy{Kind: ledger.Fixed, Releases: p.MaxQueries, Mechanism: p.Mechanism}
 }
 
 // specOf translates back.
 func specOf(p ledger.Policy) PolicySpec {
-	if p.Kind == ledger.Adaptive {
-		return PolicySpec{Mode: "adaptive"}
+	switch p.Kind {
+	case ledger.Adaptive:
+		return PolicySpec{Mode: "adaptive", Filter: string(p.Filter), FilterDelta: p.FilterDelta}
+	case ledger.Plan:
+		return PolicySpec{Mode: "plan", Plan: p.Plan}
 	}
-	return PolicySpec{Mode: string(p.Kind), MaxQueries: p.Releases}
+	return PolicySpec{Mode: string(p.Kind), MaxQueries: p.Releases, Mechanism: p.Mechanism}
 }
 
 // Create implements Accountant.
@@ -92,11 +101,11 @@ func (a LedgerAccountant) Recorded(ctx context.Context, budget, key string) (Rec
 	return Receipt{Number: rel.Number, Charged: rel.Cost, Replayed: true, Status: st, Payload: rel.Payload}, true, nil
 }
 
-// Check implements Accountant. The key is not looked at (Recorded does): the release's
-// mechanism is known only once it is computed, and the ledger compares it for a
-// recorded key.
+// Check implements Accountant. The key is not looked at (Recorded does). The mechanism
+// is the one the caller expects the release to run (a Gaussian budget needs its μ),
+// or none.
 func (a LedgerAccountant) Check(ctx context.Context, budget string, sp Spend) error {
-	sp.Key, sp.Mechanism, sp.Payload = "", mechanism.Descriptor{}, nil
+	sp.Key, sp.Payload = "", nil
 	req, err := a.request(ctx, budget, sp)
 	if err != nil {
 		return err
@@ -105,13 +114,64 @@ func (a LedgerAccountant) Check(ctx context.Context, budget string, sp Spend) er
 	return translate(err)
 }
 
-// PerQuery implements Accountant (the ledger caches definitions).
-func (a LedgerAccountant) PerQuery(ctx context.Context, budget string) (*dpkit.Budget, error) {
+// Costs implements Accountant (the ledger caches definitions).
+func (a LedgerAccountant) Costs(ctx context.Context, budget string) (Costs, error) {
 	def, err := a.L.Definition(ctx, budget)
 	if err != nil {
-		return nil, translate(err)
+		return Costs{}, translate(err)
 	}
-	return def.Policy.PerRelease, nil
+	c := Costs{Total: def.Total, PerQuery: def.Policy.PerRelease, PerQueryMu: def.Policy.PerReleaseMu}
+	if def.Policy.Kind == ledger.Plan {
+		ls, err := a.L.Status(ctx, budget)
+		if err != nil {
+			return Costs{}, translate(err)
+		}
+		c.PerQuery = statusOf(ls).PerQuery
+		if c.PerQuery == nil {
+			last := def.Policy.Plan[len(def.Policy.Plan)-1]
+			c.PerQuery = &last // the ledger refuses it: every slot is spent
+		}
+	}
+	return c, nil
+}
+
+// subBudget is the ID of an analyst's budget within a dataset's.
+func subBudget(dataset, keyID string) string { return dataset + ":" + keyID }
+
+// AnalystBudget implements Accountant.
+func (a LedgerAccountant) AnalystBudget(ctx context.Context, dataset, keyID string) (string, error) {
+	id := subBudget(dataset, keyID)
+	if _, err := a.L.Definition(ctx, id); err != nil {
+		if errors.Is(err, ledger.ErrUnknownBudget) {
+			return dataset, nil
+		}
+		return "", translate(err)
+	}
+	return id, nil
+}
+
+// GrantBudget implements Accountant: a sub-budget (ledger.Spec.Parent) whose policy
+// follows the dataset's — the Gaussian filter under a Gaussian policy, the basic filter
+// otherwise (each release is charged its cost to both budgets, as the command line's
+// sub-budgets).
+func (a LedgerAccountant) GrantBudget(ctx context.Context, dataset, keyID string, total dpkit.Budget) error {
+	parent, err := a.L.Definition(ctx, dataset)
+	if err != nil {
+		return translate(err)
+	}
+	p := ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}
+	if parent.Policy.Mechanism == ledger.GaussianMechanism || parent.Policy.Filter == ledger.GaussianFilter {
+		p.Filter = ledger.GaussianFilter
+	}
+	id := subBudget(dataset, keyID)
+	if def, err := a.L.Definition(ctx, id); err == nil {
+		if def.Total == total {
+			return nil // the same grant again
+		}
+		return fmt.Errorf("%w: key %s already has a budget of %v on dataset %q (budgets are immutable)", ErrExists, keyID, def.Total, dataset)
+	}
+	_, err = a.L.Create(ctx, ledger.Spec{ID: id, Parent: dataset, Total: total, Policy: p})
+	return translate(err)
 }
 
 // Status implements Accountant.
@@ -130,6 +190,7 @@ func statusOf(ls ledger.Status) Status {
 		Spent:    dpkit.Budget{Epsilon: ls.SpentEpsilon, Delta: ls.SpentDelta},
 		Releases: ls.Releases,
 		Policy:   specOf(ls.Policy),
+		SpentMu:  ls.SpentMu,
 	}
 	if p := ls.Policy; p.Kind == ledger.Fixed && p.PerRelease != nil {
 		// The fixed accountant accepts a release while fewer than k are recorded.
@@ -138,6 +199,15 @@ func statusOf(ls ledger.Status) Status {
 		st.Remaining, st.PerQuery = &left, &slot
 		if ls.Releases > 0 {
 			st.Costs, st.Counts = []dpkit.Budget{slot}, []int64{ls.Releases}
+		}
+	}
+	if p := ls.Policy; p.Kind == ledger.Plan {
+		// The plan accountant accepts its slots in order.
+		left := max(int64(len(p.Plan))-ls.Releases, 0)
+		st.Remaining = &left
+		if ls.Releases < int64(len(p.Plan)) {
+			slot := p.Plan[ls.Releases]
+			st.PerQuery = &slot
 		}
 	}
 	return st

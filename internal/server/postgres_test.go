@@ -38,6 +38,11 @@ func TestPostgres(t *testing.T) {
 		{"ConcurrentClients", testConcurrentClients},
 		{"LegacyAnswers", testLegacyAnswers},
 		{"TableDataset", testTableDataset},
+		{"MultiAggregate", testMultiAggregate},
+		{"GaussianPolicies", testGaussianPolicies},
+		{"AccuracyFirst", testAccuracyFirst},
+		{"Policies", testPolicies},
+		{"GrantBudget", testGrantBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnvAt(t, newSchema(t))) })
 	}

@@ -36,13 +36,29 @@ type Accountant interface {
 	// (nil), or refused (an error matching ErrBudgetExceeded). Concurrent spends may
 	// change the answer: Spend decides.
 	Check(ctx context.Context, budget string, sp Spend) error
-	// PerQuery returns the fixed policy's per-query cost (nil under other policies).
-	// It is fixed at creation, so it is cheap.
-	PerQuery(ctx context.Context, budget string) (*dpkit.Budget, error)
+	// Costs returns what the budget's policy sets for the next query (cheap: the
+	// definition is cached; the plan's next slot reads the budget's count).
+	Costs(ctx context.Context, budget string) (Costs, error)
+	// AnalystBudget returns the budget an analyst's queries on a dataset spend on: the
+	// analyst's own sub-budget if a grant gave one, else the dataset's.
+	AnalystBudget(ctx context.Context, dataset, keyID string) (string, error)
+	// GrantBudget gives an analyst a budget of its own within the dataset's (ErrExists
+	// if one with another total exists).
+	GrantBudget(ctx context.Context, dataset, keyID string, total dpkit.Budget) error
 	// Status reports what the budget has spent.
 	Status(ctx context.Context, budget string) (Status, error)
 	// Releases returns the part of the audit log that page selects, oldest first.
 	Releases(ctx context.Context, budget string, page Page) ([]Release, error)
+}
+
+// Costs is what a budget's policy sets for each query.
+type Costs struct {
+	Total dpkit.Budget
+	// PerQuery is the cost of the next query under the fixed policy (its calibrated
+	// per-query cost) and the plan policy (its next slot); nil under the adaptive one.
+	PerQuery *dpkit.Budget
+	// PerQueryMu is μ0 of a fixed budget of Gaussian releases (nil otherwise).
+	PerQueryMu *float64
 }
 
 // Errors an Accountant reports, and the service's own.
@@ -82,10 +98,11 @@ type Receipt struct {
 type Status struct {
 	Total     dpkit.Budget
 	Spent     dpkit.Budget // composed total of the recorded releases (never below the truth)
+	SpentMu   *float64     // Gaussian policies: the releases are jointly SpentMu-GDP (rounded up)
 	Releases  int64
 	Policy    PolicySpec
 	Remaining *int64         // releases of the per-query cost that still fit; nil if not applicable
-	PerQuery  *dpkit.Budget  // the fixed policy's per-query cost
+	PerQuery  *dpkit.Budget  // the fixed policy's per-query cost; the plan's next slot
 	Costs     []dpkit.Budget // the recorded costs, for the privacy curve (grouped or not)
 	Counts    []int64        // Counts[i] releases of cost Costs[i]
 }
@@ -116,21 +133,32 @@ type Table interface {
 
 // Prepared is a parsed, checked query.
 type Prepared interface {
-	// Release computes the noisy answer under the privacy cost b.
-	Release(b dpkit.Budget, src noise.Source) (Answer, error)
+	// Release computes the noisy answer with the release options o (cost and noise).
+	Release(o query.ReleaseOptions, src noise.Source) (Answer, error)
+	// CostForAccuracy returns the cheapest options whose 95% intervals are at most ±h
+	// (query.Plan.CostForAccuracy); HalfWidth the half-width of the options o.
+	CostForAccuracy(h float64, gaussian bool, delta float64) (query.ReleaseOptions, error)
+	HalfWidth(o query.ReleaseOptions) (float64, error)
 }
 
 // Answer is the noisy answer to a query: the part of the response that must be the same
 // when a release is replayed.
 type Answer struct {
-	Result    *float64 `json:"result"`
-	Groups    []Group  `json:"groups,omitempty"`
-	Mechanism string   `json:"mechanism"`
-	Scale     float64  `json:"scale"`
+	Aggregates []string  `json:"aggregates,omitempty"`
+	Result     *float64  `json:"result"`
+	Values     []float64 `json:"values,omitempty"`
+	Groups     []Group   `json:"groups,omitempty"`
+	Mechanism  string    `json:"mechanism"`
+	Scale      float64   `json:"scale"`
 	// Descriptor is the mechanisms' typed descriptor, recorded in the ledger (not part
 	// of the stored answer).
 	Descriptor mechanism.Descriptor `json:"-"`
-	CI95       []float64            `json:"ci95"`
+	CI95       any                  `json:"ci95"`
+	Mu         *float64             `json:"mu,omitempty"`      // a Gaussian release's μ
 	Epsilon    *float64             `json:"epsilon,omitempty"` // the adaptive policy's requested ε
 	Delta      *float64             `json:"delta,omitempty"`
+	// The request's other cost fields, compared when a key is replayed.
+	RequestMu       *float64 `json:"request_mu,omitempty"`
+	RequestAccuracy *float64 `json:"request_accuracy,omitempty"`
+	RequestGaussian bool     `json:"request_gaussian,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dpkit/dpkit"
+	"gonum.org/v1/gonum/floats/scalar"
 )
 
 func TestHealthzAndPage(t *testing.T) { testHealthzAndPage(t, newEnv(t)) }
@@ -522,5 +523,33 @@ func TestSpentCurveCases(t *testing.T) {
 		if math.Abs(p.Delta-want) > 1e-12 {
 			t.Fatalf("δ(%g) = %g, want %g", p.Epsilon, p.Delta, want)
 		}
+	}
+}
+
+// TestGaussianCurve: under a Gaussian policy the curve is that of μ-GDP, μ the
+// releases' level (values from mpmath at 40 digits: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)).
+func TestGaussianCurve(t *testing.T) {
+	mu := 1.0
+	st := Status{Total: dpkit.Budget{Epsilon: 1, Delta: 1e-6}, Policy: PolicySpec{Mode: "fixed", MaxQueries: 4, Mechanism: "gaussian"},
+		Releases: 1, SpentMu: &mu, Spent: dpkit.Budget{Epsilon: 0.5}}
+	c, err := spentCurve(st)
+	if err != nil || c.Theorem != "gaussian" || len(c.Points) != curvePoints {
+		t.Fatalf("%+v %v", c, err)
+	}
+	want := map[float64]float64{ // ε grid 1.5·[0, 1]: points 0, 60, 120
+		0:    0.3829249225480262072754092212166754797672,
+		0.75: 0.1776331017092183764990962583170504992335,
+		1.5:  0.0566962362305534727827609004038334635579,
+	}
+	for _, i := range []int{0, 60, 120} {
+		p := c.Points[i]
+		w := want[p.Epsilon]
+		if p.Delta < w || !scalar.EqualWithinRel(p.Delta, w, 1e-12) {
+			t.Errorf("δ(%g) = %v, want %v (never below)", p.Epsilon, p.Delta, w)
+		}
+	}
+	st.Policy = PolicySpec{Mode: "adaptive", Filter: "gaussian"}
+	if c, err := spentCurve(st); err != nil || c.Theorem != "filter" {
+		t.Fatalf("filter: %+v %v", c, err)
 	}
 }
