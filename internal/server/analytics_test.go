@@ -65,7 +65,7 @@ func testMultiAggregate(t *testing.T, e *env) {
 		"epsilon": 4, "delta": 1e-7,
 	})
 	aggs := v["aggregates"].([]any)
-	if fmt.Sprint(aggs) != "[COUNT(*) SUM(salary) AVG(salary) QUANTILE(salary, 0.9)]" || v["result"] != nil {
+	if fmt.Sprint(aggs) != "[COUNT(*) SUM(salary) AVG(salary) QUANTILE(salary, 0.9)]" || fmt.Sprint(v["group_by"]) != "[dept city]" || v["result"] != nil {
 		t.Fatalf("aggregates: %v", v)
 	}
 	// paris and lyon are held by ≥ 499 people in each department: released (with
@@ -296,6 +296,10 @@ func testPolicies(t *testing.T, e *env) {
 		}
 	}
 	e.mustError(409, "budget", "POST", "/v1/datasets/pl/query", e.admin, map[string]any{"sql": "SELECT COUNT(*) FROM pl"})
+	// The plan's costs were fixed in advance: the curve is their optimal composition.
+	if c := e.must(200, "GET", "/v1/datasets/pl/curve", e.admin, nil); c["theorem"] != "exact" || len(c["points"].([]any)) != curvePoints {
+		t.Fatalf("plan curve: %v", c)
+	}
 
 	adv := map[string]any{"mode": "adaptive", "filter": "advanced", "filter_delta": 1e-7}
 	e.must(201, "POST", "/v1/datasets", e.admin, staffSpec("adv", 1e-6, adv))

@@ -136,7 +136,7 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 		return nil, err
 	}
 	return &QueryResponse{
-		Aggregates: ans.Aggregates, Result: ans.Result, Values: ans.Values, Groups: ans.Groups, Mechanism: ans.Mechanism, Scale: ans.Scale, CI95: ans.CI95, Mu: ans.Mu,
+		Aggregates: ans.Aggregates, GroupBy: ans.GroupBy, Result: ans.Result, Values: ans.Values, Groups: ans.Groups, Mechanism: ans.Mechanism, Scale: ans.Scale, CI95: ans.CI95, Mu: ans.Mu,
 		Charged: receipt.Charged, Spent: receipt.Status.Spent, RemainingQueries: receipt.Status.Remaining,
 		Release: receipt.Number, IdempotencyKey: q.key,
 	}, nil

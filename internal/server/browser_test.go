@@ -135,6 +135,7 @@ func TestBrowser(t *testing.T) {
 	checkAnswerFormats(b, e)
 	checkSpentGauge(b, e)
 	checkAdminView(b, e)
+	checkAnalytics(b, e)
 }
 
 // browser is the page open in Chromium, with the helpers of TestBrowser.
@@ -237,4 +238,64 @@ func checkAdminView(b *browser, e *env) {
 	b.do(chromedp.Click(`#admin-keys tr[data-key="` + id + `"] button`))
 	b.poll(`[...document.querySelectorAll("#admin-keys tbody tr")].some((r) => r.dataset.key === "` + id + `" && r.textContent.includes("revoked"))`)
 	e.mustError(401, "Bearer", "GET", "/v1/datasets", key, nil)
+}
+
+// checkAnalytics: several aggregates and grouping columns show as a table; an adaptive
+// query gives ε (and δ), an accuracy, or μ under the Gaussian filter; a grant may give
+// the analyst a budget of its own. Run with the admin key logged in.
+func checkAnalytics(b *browser, e *env) {
+	t := b.t
+	e.must(201, "POST", "/v1/datasets", e.admin, staffSpec("staff", 1e-6, adaptive()))
+	e.must(201, "POST", "/v1/datasets", e.admin, staffSpec("gstaff", 1e-6, map[string]any{"mode": "adaptive", "filter": "gaussian"}))
+	b.do(chromedp.Click("#logout"), chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", e.admin),
+		chromedp.Click("#login-form button"), chromedp.WaitVisible("#admin"))
+	b.poll(`document.querySelector('#datasets li[data-name="gstaff"]') !== null`)
+
+	run := func(name, sql, kind, cost, delta string) (value, detail string) {
+		t.Helper()
+		b.do(chromedp.Click(`#datasets li[data-name="` + name + `"]`))
+		b.poll(`document.querySelector("#ds-name").textContent === "` + name + `" && !document.querySelector("#cost-row").hidden`)
+		b.do(chromedp.SetValue("#sql", sql), chromedp.SetValue("#cost-kind", kind), chromedp.SetValue("#cost", cost))
+		if delta != "" {
+			b.do(chromedp.SetValue("#delta", delta))
+		}
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("#answer").replaceChildren()`), chromedp.Click("#run"))
+		b.poll(`document.querySelector("#answer-detail") !== null && !document.querySelector("#run").disabled`)
+		return b.text("#answer-value"), b.text("#answer-detail")
+	}
+	_, detail := run("staff", "SELECT COUNT(*), SUM(salary), QUANTILE(salary, 0.9) FROM staff GROUP BY dept, city", "epsilon", "3", "1e-7")
+	head, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#answer-table th")].map((h) => h.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#answer-table tbody tr").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := b.text("#answer-table")
+	if strings.Join(head, "|") != "dept|city|COUNT(*)|SUM(salary)|QUANTILE(salary, 0.9)" || rows != 4 || !strings.Contains(table, "eng") || !strings.Contains(table, "paris") || !strings.Contains(detail, "charged ε = 3") {
+		t.Fatalf("multi-aggregate table: head %q, %d rows, %q; %q", head, rows, table, detail)
+	}
+	value, detail := run("staff", "SELECT COUNT(*) FROM staff", "accuracy", "20", "")
+	if strings.ContainsAny(value, "eE") || !strings.Contains(detail, "95% interval") || !strings.Contains(detail, "charged ε =") {
+		t.Fatalf("accuracy query: %q %q", value, detail)
+	}
+	options, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('#datasets li[data-name="gstaff"]').click(), ""`))
+	if err != nil {
+		t.Fatal(err, options)
+	}
+	b.poll(`document.querySelector("#cost-kind").options[0].textContent === "μ" && document.querySelector("#budget-text").textContent.includes("Gaussian filter")`)
+	if _, detail = run("gstaff", "SELECT SUM(salary) FROM gstaff", "mu", "0.5", ""); !strings.Contains(detail, "μ = 0.5 (Gaussian DP)") {
+		t.Fatalf("Gaussian filter query: %q", detail)
+	}
+
+	// A grant with an own budget, through the form.
+	ann := e.must(201, "POST", "/v1/keys", e.admin, map[string]any{"name": "ann", "role": "analyst"})
+	b.do(chromedp.Click(`#datasets li[data-name="staff"]`)) // reloads the admin view
+	b.poll(`[...document.querySelectorAll("#grant-key option")].some((o) => o.value === "` + ann["id"].(string) + `")`)
+	b.do(chromedp.SetValue("#grant-key", ann["id"].(string)), chromedp.SetValue("#grant-dataset", "staff"),
+		chromedp.SetValue("#grant-eps", "0.5"), chromedp.Click("#grant-add"))
+	b.poll(`document.querySelector("#admin-message").textContent.includes("own budget ε = 0.5")`)
+	e.mustError(409, "budget", "POST", "/v1/datasets/staff/query", ann["key"].(string), map[string]any{"sql": "SELECT COUNT(*) FROM staff", "epsilon": 0.6})
+	e.must(200, "POST", "/v1/datasets/staff/query", ann["key"].(string), map[string]any{"sql": "SELECT COUNT(*) FROM staff", "epsilon": 0.4})
 }

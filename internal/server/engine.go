@@ -58,7 +58,7 @@ func (q queryPlan) HalfWidth(o query.ReleaseOptions) (float64, error) { return q
 // (result, groups[].key/value/ci95) for one aggregate and at most one grouping column,
 // else aggregates with values and a list of intervals (groups[].key a list).
 func answerOf(a *query.Answer) Answer {
-	ans := Answer{Aggregates: a.Aggregates, Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, Descriptor: a.Descriptor}
+	ans := Answer{Aggregates: a.Aggregates, GroupBy: a.GroupColumns, Result: a.Result, Mechanism: a.Mechanism, Scale: a.Scale, Descriptor: a.Descriptor}
 	if a.Mu > 0 {
 		mu := a.Mu
 		ans.Mu = &mu

@@ -202,15 +202,35 @@ func statusOf(ls ledger.Status) Status {
 		}
 	}
 	if p := ls.Policy; p.Kind == ledger.Plan {
-		// The plan accountant accepts its slots in order.
-		left := max(int64(len(p.Plan))-ls.Releases, 0)
+		// The plan accountant accepts its slots in order: the first Releases are used.
+		used := min(ls.Releases, int64(len(p.Plan)))
+		left := int64(len(p.Plan)) - used
 		st.Remaining = &left
-		if ls.Releases < int64(len(p.Plan)) {
-			slot := p.Plan[ls.Releases]
+		if left > 0 {
+			slot := p.Plan[used]
 			st.PerQuery = &slot
 		}
+		st.Costs, st.Counts = countCosts(p.Plan[:used])
 	}
 	return st
+}
+
+// countCosts returns the distinct costs of cs, in order of first appearance, and how
+// many times each appears.
+func countCosts(cs []dpkit.Budget) ([]dpkit.Budget, []int64) {
+	var costs []dpkit.Budget
+	var counts []int64
+	at := map[dpkit.Budget]int{}
+	for _, c := range cs {
+		i, ok := at[c]
+		if !ok {
+			i = len(costs)
+			at[c] = i
+			costs, counts = append(costs, c), append(counts, 0)
+		}
+		counts[i]++
+	}
+	return costs, counts
 }
 
 // Releases implements Accountant.

@@ -145,6 +145,7 @@ type Prepared interface {
 // when a release is replayed.
 type Answer struct {
 	Aggregates []string  `json:"aggregates,omitempty"`
+	GroupBy    []string  `json:"group_by,omitempty"` // the GROUP BY columns, in order
 	Result     *float64  `json:"result"`
 	Values     []float64 `json:"values,omitempty"`
 	Groups     []Group   `json:"groups,omitempty"`

@@ -76,15 +76,30 @@ async function start() {
 }
 
 // gaugeFraction is the part of the budget used: releases out of max_queries under the
-// fixed policy, spent ε out of total ε under the adaptive one.
+// fixed policy (out of the plan's length under the plan policy), spent ε out of total ε
+// under the adaptive one (under the Gaussian filter, ε of the level reached at the total
+// δ, which reaches the total ε when Σμ² reaches μ²).
 function gaugeFraction(b) {
   if (b.policy.mode === "fixed" && b.policy.max_queries > 0) return b.releases / b.policy.max_queries;
+  if (b.policy.mode === "plan" && b.policy.plan) return Math.min(1, b.releases / b.policy.plan.length);
   return b.total.epsilon > 0 ? Math.min(1, b.spent.epsilon / b.total.epsilon) : 0;
 }
 
 // exhausted says whether a budget refuses every further query of the policy's cost.
 function exhausted(b) {
-  return b.policy.mode === "fixed" ? b.remaining_queries === 0 : gaugeFraction(b) >= 1;
+  return b.policy.mode === "adaptive" ? gaugeFraction(b) >= 1 : b.remaining_queries === 0;
+}
+
+// policyText describes a dataset's policy in a few words.
+function policyText(p) {
+  switch (p.mode) {
+    case "fixed":
+      return "fixed, " + p.max_queries + " queries" + (p.mechanism === "gaussian" ? ", Gaussian" : "");
+    case "plan":
+      return "plan of " + (p.plan || []).length + " queries";
+    default:
+      return "adaptive, " + (p.filter || "basic") + " filter";
+  }
 }
 
 // paint sets a gauge's fill (the big one or a dataset's mini gauge) and its colour:
@@ -151,10 +166,47 @@ async function select(d) {
     return s;
   }).join("; ");
   $("sql").value = "SELECT COUNT(*) FROM " + d.name;
-  $("eps-label").hidden = d.policy.mode !== "adaptive";
+  setupCost(d.policy);
   $("answer").className = "answer";
   $("answer").textContent = "";
   await refresh();
+}
+
+// setupCost shows what a query under the policy may give: under the adaptive policy its
+// ε (and δ, and Gaussian noise) or, under the Gaussian filter, its μ — or instead an
+// accuracy, the half-width of the 95% intervals wanted; under fixed and plan nothing
+// (the policy sets the cost).
+function setupCost(p) {
+  const adaptive = p.mode === "adaptive", gaussian = p.filter === "gaussian";
+  $("cost-row").hidden = !adaptive;
+  const kind = $("cost-kind");
+  kind.replaceChildren(new Option(gaussian ? "μ" : "ε", gaussian ? "mu" : "epsilon"), new Option("accuracy ±", "accuracy"));
+  $("cost").value = "";
+  $("delta").value = "";
+  $("gauss").checked = false;
+  $("gauss-label").hidden = gaussian;
+  $("delta-label").hidden = gaussian;
+  if (!adaptive) {
+    $("cost-help").textContent = p.mode === "plan" ? "The plan policy sets the cost of each query, in order."
+      : "The fixed policy sets the cost (and the noise" + (p.mechanism === "gaussian" ? ": Gaussian" : "") + ") of every query.";
+  } else {
+    $("cost-help").textContent = gaussian
+      ? "Gaussian filter: give the query's μ (Gaussian DP), or an accuracy (the half-width of the 95% intervals): the cheapest μ meeting it is charged."
+      : "Give the query's ε (and δ; Gaussian noise needs δ > 0), or an accuracy (the half-width of the 95% intervals): the cheapest ε meeting it is charged.";
+  }
+}
+
+// costBody adds the cost fields of the form to a query's body.
+function costBody(body) {
+  if (current.policy.mode !== "adaptive") return body;
+  const v = Number($("cost").value), kind = $("cost-kind").value;
+  if (kind === "accuracy") body.accuracy = { ci95_halfwidth: v };
+  else body[kind] = v;
+  if (current.policy.filter !== "gaussian") {
+    if ($("delta").value !== "") body.delta = Number($("delta").value);
+    if ($("gauss").checked) body.mechanism = "gaussian";
+  }
+  return body;
 }
 
 async function refresh() {
@@ -184,12 +236,19 @@ function showBudget(b) {
   $("gauge").setAttribute("aria-valuenow", f.toFixed(3));
   let text = "Spent ε = " + fmt(b.spent.epsilon) + ", δ = " + fmt(b.spent.delta) +
     " of the total ε = " + fmt(b.total.epsilon) + ", δ = " + fmt(b.total.delta) + ". ";
-  if (b.policy.mode === "fixed") {
-    text += b.releases + " of " + b.policy.max_queries + " queries used, " + b.remaining_queries + " left";
+  const p = b.policy;
+  if (p.mode === "fixed") {
+    text += b.releases + " of " + p.max_queries + " queries used, " + b.remaining_queries + " left";
     if (b.per_query) text += " (each costs ε = " + fmt(b.per_query.epsilon) + ", δ = " + fmt(b.per_query.delta) + ")";
+    text += p.mechanism === "gaussian" ? "; Gaussian releases, composed exactly as Gaussian DP." : ".";
+  } else if (p.mode === "plan") {
+    text += b.releases + " of " + p.plan.length + " planned queries used, " + b.remaining_queries + " left";
+    if (b.per_query) text += " (the next costs ε = " + fmt(b.per_query.epsilon) + ", δ = " + fmt(b.per_query.delta) + ")";
     text += ".";
+  } else if (p.filter === "gaussian") {
+    text += b.releases + " releases (Gaussian filter: each query names its μ or an accuracy; queries are accepted while Σμ² ≤ μ² of the total).";
   } else {
-    text += b.releases + " releases (adaptive policy: each query names its ε).";
+    text += b.releases + " releases (adaptive policy, " + (p.filter || "basic") + " filter: each query names its ε or an accuracy).";
   }
   if (exhausted(b)) {
     text += " The budget is spent: every further query is refused" +
@@ -208,6 +267,12 @@ function el(name, attrs, text) {
 
 // drawCurve draws δ(ε) on a logarithmic δ axis, with the total budget as a dot.
 function drawCurve(c) {
+  $("curve-note").textContent = {
+    exact: "δ(ε) of the composition of the recorded releases (optimal composition, Kairouz–Oh–Viswanath Thm 3.3).",
+    gaussian: "δ(ε) of the recorded Gaussian releases: K releases of μ0-GDP are exactly √K·μ0-GDP (Dong–Roth–Su).",
+    filter: "δ(ε) of the guarantee the privacy filter certifies for what has been spent (costs chosen adaptively: optimal composition does not apply).",
+  }[c.theorem] || "δ(ε) of what has been spent.";
+  $("curve-note").textContent += " The dot is the total budget: the curve stays below it.";
   const box = $("curve");
   box.replaceChildren();
   const W = 520, H = 300, L = 60, R = 14, T = 12, B = 40;
@@ -251,11 +316,7 @@ function showReleases(rels, after) {
     (me && me.role !== "admin" ? " of this key" : "") + ", newest first.";
   for (const r of [...rels].reverse()) {
     const tr = document.createElement("tr");
-    let ans = "";
-    if (r.answer) {
-      ans = r.answer.result !== null && r.answer.result !== undefined ? fmtValue(r.answer.result)
-        : (r.answer.groups || []).map((g) => g.key + ": " + fmtValue(g.value)).join(", ");
-    }
+    const ans = r.answer ? answerSummary(r.answer) : "";
     const cells = [r.release, r.time.replace("T", " ").slice(0, 19), r.analyst, r.sql || r.mechanism, ans, fmt(r.charged.epsilon), fmt(r.charged.delta)];
     cells.forEach((v, i) => {
       const td = document.createElement("td");
@@ -267,6 +328,57 @@ function showReleases(rels, after) {
   }
 }
 
+// answerSummary is an answer on one line: the value, the values of several aggregates,
+// or each group's key and value(s).
+function answerSummary(a) {
+  if (a.result !== null && a.result !== undefined) return fmtValue(a.result);
+  if (a.values) return a.values.map(fmtValue).join(" / ");
+  return (a.groups || []).map((g) => [].concat(g.key).join("/") + ": " +
+    (g.values ? g.values.map(fmtValue).join(" / ") : fmtValue(g.value))).join(", ");
+}
+
+// multiple says whether an answer has the shape of several aggregates or grouping
+// columns (values and intervals per aggregate).
+function multiple(a) {
+  return a.values !== undefined || (a.groups || []).some((g) => g.values !== undefined);
+}
+
+// fmtInterval prints a 95% interval, or "–" where the error depends on the data.
+function fmtInterval(ci) {
+  return ci ? "[" + ci.map(fmtValue).join(", ") + "]" : "–";
+}
+
+// answerTable is the table of an answer of several aggregates or grouping columns: one
+// row per group (one row if ungrouped), a column per grouping column and per aggregate,
+// each value with its 95% interval.
+function answerTable(a) {
+  const t = document.createElement("table");
+  t.id = "answer-table";
+  const head = document.createElement("tr");
+  for (const h of [...(a.group_by || []), ...a.aggregates]) {
+    const th = document.createElement("th");
+    th.textContent = h;
+    head.append(th);
+  }
+  const thead = document.createElement("thead");
+  thead.append(head);
+  const tbody = document.createElement("tbody");
+  const rows = a.values ? [{ key: [], values: a.values, ci95: a.ci95 }] : a.groups;
+  for (const g of rows) {
+    const tr = row(tbody, [].concat(g.key));
+    g.values.forEach((v, i) => {
+      const td = document.createElement("td");
+      const ci = document.createElement("span");
+      ci.className = "muted ci";
+      ci.textContent = " " + fmtInterval(g.ci95[i]);
+      td.append(fmtValue(v), ci);
+      tr.append(td);
+    });
+  }
+  t.append(thead, tbody);
+  return t;
+}
+
 function showAnswer(a) {
   const box = $("answer");
   box.className = "answer ok";
@@ -274,8 +386,12 @@ function showAnswer(a) {
   const v = document.createElement("div");
   v.className = "value";
   v.id = "answer-value";
-  if (a.result !== null && a.result !== undefined) {
+  if (multiple(a)) {
+    v.append(answerTable(a));
+  } else if (a.result !== null && a.result !== undefined) {
     v.textContent = fmtValue(a.result);
+  } else if ((a.groups || []).length === 0) {
+    v.textContent = "no group released";
   } else {
     v.textContent = (a.groups || []).map((g) => g.key + ": " + fmtValue(g.value)).join("   ");
   }
@@ -287,8 +403,9 @@ function showAnswer(a) {
   const ranks = a.mechanism.startsWith("exponential");
   const scale = ranks ? "scale " + fmtValue(a.scale) + " ranks (the error in the column's units depends on the data)"
     : "noise scale " + fmtValue(a.scale);
-  const ci = a.ci95 ? "; 95% interval [" + a.ci95.map(fmtValue).join(", ") + "]" : "";
-  d.textContent = a.mechanism + ", " + scale + ci + "; charged ε = " + fmt(a.charged.epsilon) + ", δ = " + fmt(a.charged.delta) +
+  const ci = a.ci95 && !multiple(a) ? "; 95% interval [" + a.ci95.map(fmtValue).join(", ") + "]" : "";
+  const mu = a.mu ? "; μ = " + fmt(a.mu) + " (Gaussian DP)" : "";
+  d.textContent = a.mechanism + ", " + scale + ci + mu + "; charged ε = " + fmt(a.charged.epsilon) + ", δ = " + fmt(a.charged.delta) +
     (a.remaining_queries !== null && a.remaining_queries !== undefined ? "; " + a.remaining_queries + " queries left" : "");
   box.append(v, d);
 }
@@ -317,8 +434,8 @@ async function loadAdmin() {
   dt.replaceChildren();
   datasets.forEach((d, i) => {
     const b = budgets[i];
-    const left = b.policy.mode === "fixed" ? b.remaining_queries + " queries" : "ε " + fmt(b.total.epsilon - b.spent.epsilon);
-    row(dt, [d.name + (d.demo ? " (demo)" : ""), d.source || "", b.policy.mode + (b.policy.max_queries ? ", " + b.policy.max_queries + " queries" : ""),
+    const left = b.policy.mode !== "adaptive" ? b.remaining_queries + " queries" : "ε " + fmt(b.total.epsilon - b.spent.epsilon);
+    row(dt, [d.name + (d.demo ? " (demo)" : ""), d.source || "", policyText(b.policy),
       fmt(b.total.epsilon) + ", " + fmt(b.total.delta), fmt(b.spent.epsilon) + ", " + fmt(b.spent.delta), b.releases, left]);
   });
   const kt = $("admin-keys").querySelector("tbody");
@@ -406,8 +523,7 @@ document.addEventListener("DOMContentLoaded", () => {
     ev.preventDefault();
     if (!current) return;
     const sql = $("sql").value;
-    const body = { sql, idempotency_key: newKey() };
-    if (current.policy.mode === "adaptive") body.epsilon = Number($("eps").value);
+    const body = costBody({ sql, idempotency_key: newKey() });
     $("run").disabled = true;
     try {
       const a = await api("POST", "/v1/datasets/" + encodeURIComponent(current.name) + "/query", body);
@@ -433,7 +549,12 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   const grant = (method, verb) => {
     const k = $("grant-key").value, d = $("grant-dataset").value;
-    if (k && d) adminAction(method, "/v1/datasets/" + encodeURIComponent(d) + "/grants/" + encodeURIComponent(k), verb + " " + d + " for " + k + ".");
+    let body;
+    if (method === "PUT" && $("grant-eps").value !== "") {
+      body = { budget: { epsilon: Number($("grant-eps").value), delta: Number($("grant-delta").value || 0) } };
+      verb += " (own budget ε = " + fmt(body.budget.epsilon) + ", δ = " + fmt(body.budget.delta) + ")";
+    }
+    if (k && d) adminAction(method, "/v1/datasets/" + encodeURIComponent(d) + "/grants/" + encodeURIComponent(k), verb + " " + d + " for " + k + ".", body);
   };
   $("grant-form").addEventListener("submit", (ev) => { ev.preventDefault(); grant("PUT", "Granted"); });
   $("grant-remove").addEventListener("click", () => grant("DELETE", "Revoked the grant of"));
