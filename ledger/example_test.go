@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -113,4 +114,65 @@ func ExampleLedger_Spend_payload() {
 	// Output:
 	// recorded {"count": 3.7}; 1 release, Σε = 0.25
 	// replayed true: {"count": 3.7}
+}
+
+// GaussianMu converts a total (ε, δ) to the μ of Gaussian DP whose curve meets δ at ε:
+// the budget of the Gaussian policies. 100 fixed Gaussian releases each get μ/10.
+func ExampleGaussianMu() {
+	mu, err := ledger.GaussianMu(dpkit.Budget{Epsilon: 1, Delta: 1e-6})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("μ = %.6f; 100 releases of μ0 = %.6f (σ = %.2f for a count)\n", mu, mu/10, 10/mu)
+	// Output: μ = 0.236704; 100 releases of μ0 = 0.023670 (σ = 42.25 for a count)
+}
+
+// The Gaussian filter: each release spends its μ_i, and releases are accepted while
+// Σ μ_i² ≤ μ² (Smith and Thakurta), whatever order and sizes the analyst chooses.
+func Example_gaussianFilter() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ledger-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	l := ledger.New(store)
+	def, err := l.Create(ctx, ledger.Spec{ID: "visits", Total: dpkit.Budget{Epsilon: 1, Delta: 1e-6},
+		Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.GaussianFilter}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mu := *def.Policy.Mu
+	for _, share := range []float64{0.6, 0.6, 0.5} { // Σ μ_i² = (0.36 + 0.36 + 0.25)·μ² ≤ μ²
+		m, _ := mechanism.NewGaussianMu(mechanism.GaussianMuOptions{Mu: share * mu, Sensitivity: 1})
+		_, err := l.Spend(ctx, ledger.Request{Budget: "visits", Mechanism: m.Descriptor(), Cost: dpkit.Budget{Epsilon: 0.1}})
+		fmt.Printf("μ_i = %.1f·μ: %v\n", share, err == nil)
+	}
+	// (0.97 + 0.04)·μ² > μ²: refused.
+	m, _ := mechanism.NewGaussianMu(mechanism.GaussianMuOptions{Mu: 0.2 * mu, Sensitivity: 1})
+	_, err = l.Spend(ctx, ledger.Request{Budget: "visits", Mechanism: m.Descriptor(), Cost: dpkit.Budget{Epsilon: 0.1}})
+	fmt.Println("μ_i = 0.2·μ:", errors.Is(err, ledger.ErrBudgetExceeded))
+	// Output:
+	// μ_i = 0.6·μ: true
+	// μ_i = 0.6·μ: true
+	// μ_i = 0.5·μ: true
+	// μ_i = 0.2·μ: true
+}
+
+// LegacyMechanism converts the text an earlier dpkit recorded to a typed descriptor
+// (what the schema-4 migration does to stored rows).
+func ExampleLegacyMechanism() {
+	for _, text := range []string{"gaussian:sigma=2", "laplace:scale=10", "my own notes"} {
+		b, _ := json.Marshal(ledger.LegacyMechanism(text))
+		fmt.Println(string(b))
+	}
+	// Output:
+	// {"kind":"gaussian_noise","version":1,"sigma":2,"sensitivity":1}
+	// {"kind":"laplace_noise","version":1,"scale":10,"sensitivity":1}
+	// {"kind":"text","version":1,"text":"my own notes"}
 }

@@ -3,9 +3,10 @@ package mechanism_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/dpkit/dpkit/pld"
 
 	"github.com/dpkit/dpkit/mechanism"
+	"github.com/dpkit/dpkit/noise"
+	"github.com/dpkit/dpkit/pld"
 )
 
 func ExampleNewLaplace() {
@@ -105,4 +106,34 @@ func ExampleNewQuantile() {
 	// Output:
 	// (ε=1, δ=0) 121 candidates, scale 2 ranks
 	// {"kind":"quantile","version":1,"epsilon":1,"sensitivity":1,"p":0.5,"lower":0,"upper":120,"step":1}
+}
+
+// A Gaussian mechanism given its Gaussian-DP parameter μ (as the Gaussian policies of
+// the ledger and the query service charge it): σ = Δ/μ, on a grid; ReleaseInt adds
+// discrete noise to an integer count.
+func ExampleNewGaussianMu() {
+	m, err := mechanism.NewGaussianMu(mechanism.GaussianMuOptions{Mu: 0.5, Sensitivity: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pm, _ := m.PLD()
+	fmt.Printf("σ = %.6g, PLD μ ≤ 0.5: %v\n", m.Sigma(), pm.(pld.Gaussian).Mu() <= 0.5)
+	v, err := m.ReleaseInt(120, noise.Seeded(1)) // production code passes nil
+	fmt.Println("noisy count:", v, err)
+	_, err = mechanism.NewGaussianMu(mechanism.GaussianMuOptions{Mu: 0, Sensitivity: 1})
+	fmt.Println(err)
+	// Output:
+	// σ = 2, PLD μ ≤ 0.5: true
+	// noisy count: 118 <nil>
+	// mechanism: invalid mu = 0: want a finite number > 0
+}
+
+// DescribePLD gives the descriptor of a privacy loss distribution of package pld (the
+// command line's KIND:key=value forms parse to those): what the ledger records.
+func ExampleDescribePLD() {
+	d, _ := mechanism.DescribePLD(pld.Gaussian{Sigma: 4, Sensitivity: 1})
+	b, _ := json.Marshal(d)
+	fmt.Println(string(b))
+	// Output: {"kind":"gaussian_noise","version":1,"sigma":4,"sensitivity":1}
 }

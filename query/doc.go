@@ -13,24 +13,31 @@
 //
 // # Queries
 //
-//	SELECT COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE(col, p) | HISTOGRAM(col)
-//	FROM table [WHERE cond [AND|OR cond]…] [GROUP BY col]
+//	SELECT agg [, agg]… FROM table [WHERE cond [AND|OR cond]…] [GROUP BY col [, col]…]
+//	agg: COUNT(*) | SUM(col) | AVG(col) | MEDIAN(col) | QUANTILE(col, p) | HISTOGRAM(col)
 //
 // Conditions compare a column with a literal (= != <> < <= > >=), AND binds tighter than
 // OR, parentheses group. Parse reports syntax errors, Prepare schema errors, both as an
-// *Error with the byte offset of the problem. Grouped answers cover exactly the declared
-// domain: values outside it are never revealed, empty declared groups still appear.
+// *Error with the byte offset of the problem. Grouping over columns with declared domains
+// covers exactly the domains' product (values outside are never revealed, empty declared
+// groups still appear); over a column without one, the keys found in the data are
+// released only if partition selection keeps them (mechanism.PartitionSelection).
 //
 // # Privacy
 //
-// Prepare returns a Plan: the quantities to privatise and their ℓ1/ℓ2 sensitivities
-// under the neighbouring relation (package sensitivity: add/remove one privacy unit, or
-// replace one) and MaxRows. Plan.Release adds calibrated noise through the mechanism
-// values of package mechanism that Plan.Mechanisms chooses — geometric (discrete
-// Laplace) for counts, secure (snapped) Laplace for sums, both for AVG, the exact
-// exponential mechanism for quantiles — and reports the mechanism, its scale, a 95%
-// interval, the (ε, 0) charged and the mechanisms' descriptor. The query layer never
-// samples noise itself. Plan.Evaluate returns the exact, non-private answer (for tests and curators).
+// Prepare returns a Plan, a logical plan whose steps are fields — the rows (WHERE), the
+// contribution bounds (MaxRows at load; MaxGroups and MaxRowsPerGroup per grouped
+// query), the groups, the exact aggregates with their ℓ1/ℓ2 sensitivities under the
+// neighbouring relation (package sensitivity: add/remove one privacy unit, or replace
+// one), and the split of the cost — so that another executor can run its exact step.
+// Plan.ReleaseWith adds calibrated noise through the mechanism values of package
+// mechanism that Plan.Mechanisms chooses: pure ε (geometric for counts, secure snapped
+// Laplace for sums, both for AVG, the exact exponential mechanism for quantiles) or
+// Gaussian at a GDP parameter μ (discrete Gaussian for counts, snapped Gaussian for
+// sums), and reports the values, 95% intervals, the cost charged and the mechanisms'
+// descriptor. The query layer never samples noise itself. Plan.CostForAccuracy finds
+// the cheapest cost whose intervals meet a half-width. Plan.Evaluate returns the exact,
+// non-private answer (for tests and curators).
 //
 // Reported sensitivities are never below the exact ones: sums are exact (128-bit
 // integers), and the single rounding to float64 is covered by a slack of at most a

@@ -38,8 +38,9 @@ func newCounter(m mechanism.Mechanism) counter {
 	case *mechanism.Gaussian:
 		return counter{
 			release: m.ReleaseInt,
-			// the grid noise within ±w, and rounding to an integer moves it by ≤ ½
-			half: func(tail float64) float64 { w, _ := m.Interval(tail); return w + 0.5 },
+			// the grid noise is within ±w, and rounding to an integer moves it by ≤ ½; the
+			// noise is an integer, so |Z| ≤ w + ½ is |Z| ≤ ⌊w + ½⌋
+			half: func(tail float64) float64 { w, _ := m.Interval(tail); return math.Floor(w + 0.5) },
 			name: "discrete gaussian", scale: m.Sigma(),
 		}
 	}

@@ -35,3 +35,17 @@ func ExampleHeavyTailCalibration() {
 	fmt.Printf("α = %.4f, β = %.4f\n", alpha, beta)
 	// Output: α = 0.1000, β = 0.1000
 }
+
+func ExampleGrouped() {
+	// Counts per group: a person contributes at most 4 rows, to at most 2 groups, at most
+	// 2 rows in each. ℓ1 = min(4, 2·2) = 4; ℓ2 = √(2·2²) ≈ 2.83, what Gaussian noise
+	// is calibrated to.
+	l1, l2, _ := sensitivity.Grouped(sensitivity.AddRemove, 4, 2, 2, 1, true)
+	fmt.Printf("ℓ1 = %v, ℓ2 = %.6f\n", l1, l2)
+	// Sums of values in [0, 30]: both scale by 30; replacing a person doubles them.
+	l1, l2, _ = sensitivity.Grouped(sensitivity.ReplaceOne, 4, 2, 2, 30, false)
+	fmt.Printf("ℓ1 = %v, ℓ2 = %.4f\n", l1, l2)
+	// Output:
+	// ℓ1 = 4, ℓ2 = 2.828427
+	// ℓ1 = 240, ℓ2 = 169.7056
+}

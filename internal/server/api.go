@@ -136,7 +136,7 @@ type GrantRequest struct {
 // grouped answer, whose values are in Groups); CI95 is a 95% interval for the noise;
 // Charged is what this release cost, Spent the budget's composed total after it.
 type QueryResponse struct {
-	Aggregates       []string     `json:"aggregates"` // the aggregates' texts, SELECT order
+	Aggregates       []string     `json:"aggregates"`         // the aggregates' texts, SELECT order
 	GroupBy          []string     `json:"group_by,omitempty"` // the GROUP BY columns, in order
 	Result           *float64     `json:"result"`
 	Values           []float64    `json:"values,omitempty"` // several aggregates, ungrouped
