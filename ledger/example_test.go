@@ -55,15 +55,12 @@ func Example() {
 // optimal composition (KOV Thm 3.3) with δ0 = δ/(2k).
 func Example_fixed() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "ledger-example")
-	defer os.RemoveAll(dir)
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	l, done, err := exampleLedger(ctx) // as in Example
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	l := ledger.New(store)
+	defer done()
 	def, err := l.Create(ctx, ledger.Spec{ID: "tables", Total: dpkit.Budget{Epsilon: 1, Delta: 1e-6},
 		Policy: ledger.Policy{Kind: ledger.Fixed, Releases: 40}})
 	if err != nil {
@@ -84,15 +81,12 @@ func Example_fixed() {
 // back instead of a fresh one. StatusAfter is the budget right after the release.
 func ExampleLedger_Spend_payload() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "ledger-example")
-	defer os.RemoveAll(dir)
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	l, done, err := exampleLedger(ctx) // as in Example
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	l := ledger.New(store)
+	defer done()
 	if _, err := l.Create(ctx, ledger.Spec{ID: "flu", Total: dpkit.Budget{Epsilon: 1},
 		Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
 		fmt.Println(err)
@@ -132,15 +126,12 @@ func ExampleGaussianMu() {
 // Σ μ_i² ≤ μ² (Smith and Thakurta), whatever order and sizes the analyst chooses.
 func Example_gaussianFilter() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "ledger-example")
-	defer os.RemoveAll(dir)
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	l, done, err := exampleLedger(ctx) // as in Example
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	l := ledger.New(store)
+	defer done()
 	def, err := l.Create(ctx, ledger.Spec{ID: "visits", Total: dpkit.Budget{Epsilon: 1, Delta: 1e-6},
 		Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.GaussianFilter}})
 	if err != nil {
@@ -175,4 +166,19 @@ func ExampleLegacyMechanism() {
 	// {"kind":"gaussian_noise","version":1,"sigma":2,"sensitivity":1}
 	// {"kind":"laplace_noise","version":1,"scale":10,"sensitivity":1}
 	// {"kind":"text","version":1,"text":"my own notes"}
+}
+
+// exampleLedger opens a ledger on a fresh SQLite file, as Example does; done closes it
+// and removes the file.
+func exampleLedger(ctx context.Context) (*ledger.Ledger, func(), error) {
+	dir, err := os.MkdirTemp("", "ledger-example")
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), &sqlite.Options{Create: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return ledger.New(store), func() { store.Close(); os.RemoveAll(dir) }, nil
 }

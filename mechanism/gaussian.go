@@ -147,20 +147,27 @@ func NewGaussian(o GaussianOptions) (*Gaussian, error) {
 }
 
 // certifiedSampler returns the grid sampler with (nearly) the smallest σ ≥ sigma whose
-// certified δ(ε) (noise.SecureGaussian.DeltaBound) is ≤ delta: σ itself when it
-// certifies, else a doubling search for a σ that does and a geometric bisection down to
-// a relative 2^−28. The sampler returned is always one whose bound was evaluated and
-// met δ. (The grid parameter S is an integer ≥ 2^30, so 2^−28 is a few steps of S.)
+// certified δ(ε) (noise.SecureGaussian.DeltaBound) is ≤ delta (see raiseSigma).
 func certifiedSampler(eps, delta, sigma float64, build func(float64) (*noise.SecureGaussian, error)) (*noise.SecureGaussian, error) {
+	meets := func(g *noise.SecureGaussian) bool { return g.DeltaBound(eps) <= delta }
+	return raiseSigma(sigma, build, meets, "mechanism: no finite σ certifies this (ε, δ) for the grid Gaussian")
+}
+
+// raiseSigma returns the grid sampler with (nearly) the smallest σ ≥ sigma that meets:
+// σ itself when it does, else a doubling search for a σ that does and a geometric
+// bisection down to a relative 2^−28. The sampler returned is always one that was
+// built and checked. (The grid parameter S is an integer ≥ 2^30, so 2^−28 is a few
+// steps of S.) No finite σ meeting it is a *dpkit.InfeasibleError with message msg.
+func raiseSigma(sigma float64, build func(float64) (*noise.SecureGaussian, error), meets func(*noise.SecureGaussian) bool, msg string) (*noise.SecureGaussian, error) {
 	var best *noise.SecureGaussian
-	// tooSmall is true while σ does not certify (monotone up to the grid's rounding;
-	// whatever the search does, only a certified sampler is kept).
+	// tooSmall is true while σ does not meet (monotone up to the grid's rounding;
+	// whatever the search does, only a checked sampler is kept).
 	tooSmall := func(s float64) (bool, error) {
 		g, err := build(s)
 		if err != nil {
 			return false, err
 		}
-		if g.DeltaBound(eps) <= delta {
+		if meets(g) {
 			best = g
 			return false, nil
 		}
@@ -175,7 +182,7 @@ func certifiedSampler(eps, delta, sigma float64, build func(float64) (*noise.Sec
 		return nil, err
 	}
 	if !found {
-		return nil, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ certifies this (ε, δ) for the grid Gaussian"}
+		return nil, &dpkit.InfeasibleError{Msg: msg}
 	}
 	if _, _, err := numeric.Bisect(lo, hi, tooSmall, numeric.Stop{RelTol: 0x1p-28, Geometric: true}); err != nil {
 		return nil, err
@@ -433,33 +440,10 @@ func NewGaussianMu(o GaussianMuOptions) (*Gaussian, error) {
 		pm, _ := m.PLD()
 		return quoUp(pm.(pld.Gaussian).Sensitivity, pm.(pld.Gaussian).Sigma) <= o.Mu
 	}
-	var best *noise.SecureGaussian
-	tooSmall := func(s float64) (bool, error) {
-		g, err := noise.NewSecureGaussianL2(o.Sensitivity, s, dim)
-		if err != nil {
-			return false, err
-		}
-		if meets(g) {
-			best = g
-			return false, nil
-		}
-		return true, nil
-	}
-	small, err := tooSmall(sigma)
+	build := func(s float64) (*noise.SecureGaussian, error) { return noise.NewSecureGaussianL2(o.Sensitivity, s, dim) }
+	best, err := raiseSigma(sigma, build, meets, "mechanism: no finite σ gives this μ on the grid")
 	if err != nil {
 		return nil, err
-	}
-	if small {
-		lo, hi, found, err := numeric.ExpandUp(sigma, 2, math.MaxFloat64, tooSmall)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, &dpkit.InfeasibleError{Msg: "mechanism: no finite σ gives this μ on the grid"}
-		}
-		if _, _, err := numeric.Bisect(lo, hi, tooSmall, numeric.Stop{RelTol: 0x1p-28, Geometric: true}); err != nil {
-			return nil, err
-		}
 	}
 	m.s = best
 	if m.dg, err = noise.NewDiscreteGaussian(best.GridSigma()); err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/sensitivity"
 )
 
@@ -41,4 +42,26 @@ func mustPrepare(t testing.TB, tab *Table, sql string) *Plan {
 		t.Fatalf("Prepare(%q): %v", sql, err)
 	}
 	return p
+}
+
+// misses counts the releases of p with options o, out of n, whose 95% interval of the
+// first aggregate (of group g when grouped) does not contain its exact value.
+func misses(t *testing.T, p *Plan, o ReleaseOptions, n, g int, src noise.Source) int {
+	t.Helper()
+	ex := p.Evaluate()
+	miss := 0
+	for range n {
+		a, err := p.ReleaseWith(o, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, ci := ex.Value, a.Intervals
+		if ex.Groups != nil {
+			want, ci = ex.Groups[g].Value, a.Groups[g].Intervals
+		}
+		if want < ci[0][0] || want > ci[0][1] {
+			miss++
+		}
+	}
+	return miss
 }

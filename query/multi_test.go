@@ -227,22 +227,7 @@ func TestGaussianCoverage(t *testing.T) {
 	tab := mustLoad(t, refCSV([]refRow{{u: "u1", g: "a", k: 1, x: 20, f: 1}, {u: "u2", g: "b", k: 2, x: -3, f: 0.5}, {u: "u3", g: "a", k: 1, x: 70, f: -1}}), refSchema(1))
 	src := noise.Seeded(9)
 	for _, sql := range []string{"SELECT COUNT(*) FROM t GROUP BY g", "SELECT SUM(x) FROM t", "SELECT COUNT(*), SUM(f) FROM t GROUP BY k"} {
-		p := mustPrepare(t, tab, sql)
-		ex := p.Evaluate()
-		miss := 0
-		for range n {
-			a, err := p.ReleaseWith(ReleaseOptions{Gaussian: true, Mu: 0.3}, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, ci := ex.Value, a.Intervals
-			if ex.Groups != nil {
-				want, ci = ex.Groups[0].Value, a.Groups[0].Intervals
-			}
-			if want < ci[0][0] || want > ci[0][1] {
-				miss++
-			}
-		}
+		miss := misses(t, mustPrepare(t, tab, sql), ReleaseOptions{Gaussian: true, Mu: 0.3}, n, 0, src)
 		if float64(miss) > crit {
 			t.Errorf("%s: %d misses of %d > %v", sql, miss, n, crit)
 		}

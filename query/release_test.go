@@ -105,26 +105,7 @@ func TestReleaseCoverage(t *testing.T) {
 		"SELECT COUNT(*) FROM t WHERE x > 0", "SELECT SUM(x) FROM t", "SELECT AVG(x) FROM t",
 		"SELECT SUM(x) FROM t GROUP BY g", "SELECT AVG(x) FROM t WHERE g = 'b'",
 	} {
-		p := mustPrepare(t, tab, sql)
-		exact := p.Evaluate()
-		want := exact.Value
-		if exact.Groups != nil {
-			want = exact.Groups[1].Value
-		}
-		miss := 0
-		for range n {
-			a, err := p.Release(dpkit.Budget{Epsilon: 0.3}, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ci := a.CI95
-			if a.Groups != nil {
-				ci = a.Groups[1].CI95
-			}
-			if want < ci[0] || want > ci[1] {
-				miss++
-			}
-		}
+		miss := misses(t, mustPrepare(t, tab, sql), ReleaseOptions{Budget: dpkit.Budget{Epsilon: 0.3}}, n, 1, src)
 		if float64(miss) > crit {
 			t.Errorf("%s: exact value outside the CI95 in %d of %d releases (limit %v)", sql, miss, n, crit)
 		}
