@@ -440,7 +440,9 @@ func NewGaussianMu(o GaussianMuOptions) (*Gaussian, error) {
 		pm, _ := m.PLD()
 		return quoUp(pm.(pld.Gaussian).Sensitivity, pm.(pld.Gaussian).Sigma) <= o.Mu
 	}
-	build := func(s float64) (*noise.SecureGaussian, error) { return noise.NewSecureGaussianL2(o.Sensitivity, s, dim) }
+	build := func(s float64) (*noise.SecureGaussian, error) {
+		return noise.NewSecureGaussianL2(o.Sensitivity, s, dim)
+	}
 	best, err := raiseSigma(sigma, build, meets, "mechanism: no finite σ gives this μ on the grid")
 	if err != nil {
 		return nil, err
