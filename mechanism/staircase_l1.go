@@ -63,14 +63,11 @@ func (m *StaircaseL1) Descriptor() Descriptor {
 // Guarantee returns (ε, 0).
 func (m *StaircaseL1) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.eps} }
 
-// PLD returns the canonical (ε, 0) pair of the grid distribution's ε (never above the ε
-// asked for), which dominates every ε-DP mechanism (KOV Thm 2.4). The privacy loss of the
-// staircase takes the values −ε, 0 and ε only, so a tighter three-point pair exists, as
-// for the one-dimensional staircase (pld.Staircase); its worst shift in two dimensions is
-// not derived here, and the canonical pair over-states δ(ε') by at most the mass of the
-// zero-loss outcomes.
+// PLD returns the exact three-point pair of the grid distribution (pld.StaircaseL1: its
+// privacy loss takes the values −ε, 0 and ε, and the axis shift of ℓ1 norm M is the worst),
+// with the grid's ε (never above the ε asked for) and its period and step in grid units.
 func (m *StaircaseL1) PLD() (pld.Mechanism, error) {
-	return pld.EpsilonDelta{Epsilon: m.s.Epsilon(), Delta: 0}, nil
+	return pld.StaircaseL1{Epsilon: m.s.Epsilon(), Period: m.s.GridPeriod(), Step: m.s.GridStep()}, nil
 }
 
 // Epsilon returns ε; Sensitivity the ℓ1 sensitivity Δ; Dimension the number of

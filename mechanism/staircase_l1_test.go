@@ -148,7 +148,7 @@ func TestStaircaseL1Asymptotics(t *testing.T) {
 
 // TestStaircaseL1Mechanism: the release's mean ℓ1 error matches Cost (seeded; 20000 draws,
 // tolerance 6 standard errors: false-rejection probability < 2e-9), the guarantee and PLD
-// are the (ε, 0) ones, and bad input is refused by name.
+// are (ε, 0) and the grid's three-point pair, and bad input is refused by name.
 func TestStaircaseL1Mechanism(t *testing.T) {
 	m, err := NewStaircaseL1(StaircaseL1Options{Epsilon: 1, Sensitivity: 3, Dimension: 2})
 	if err != nil {
@@ -158,7 +158,7 @@ func TestStaircaseL1Mechanism(t *testing.T) {
 		t.Errorf("guarantee %v", g)
 	}
 	p, err := m.PLD()
-	if err != nil || p.(pld.EpsilonDelta).Epsilon > 1 || p.(pld.EpsilonDelta).Delta != 0 {
+	if sp, ok := p.(pld.StaircaseL1); err != nil || !ok || sp.Epsilon > 1 || sp.Epsilon < 1-0x1p-62 || sp.Period != m.s.GridPeriod() || sp.Step != m.s.GridStep() {
 		t.Errorf("PLD %v, %v", p, err)
 	}
 	if e := relErr(m.Cost(), 3*1.986153279458393); e > 1e-6 { // period ≈ Δ(1 + 2^-31)

@@ -35,8 +35,8 @@ Workload (at least one entry; --mech and --mech-file combine):
                               geometric:eps=E|scale=T, rr:eps=E,k=K, exponential:eps=E,
                               subsampled-gaussian:sigma=S,q=Q, subsampled-laplace:scale=B,q=Q,
                               staircase:eps=E[,cost=l2|l1][,dim=2] (the noise that dpkit
-                              noise staircase adds; exact three-loss PLD in one dimension,
-                              the (ε, 0) pair in two), jl-cut:eps=E,delta=D,eta=H,nu=V
+                              noise staircase adds; exact three-loss PLD in one and two
+                              dimensions), jl-cut:eps=E,delta=D,eta=H,nu=V
                               (the Johnson–Lindenstrauss cut sketch of KOV App. C.1: its r
                               rows as (ε0, δ0) pairs; no sensitivity=);
                               each also takes sensitivity=… (default 1) and count=…

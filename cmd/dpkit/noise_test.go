@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpkit/dpkit/mechanism"
+	"github.com/dpkit/dpkit/pld"
 )
 
 func numbers(t *testing.T, v map[string]any, key string) []float64 {
@@ -210,10 +211,33 @@ func TestComposeStaircase(t *testing.T) {
 	if d := number(t, half, "delta"); math.Abs(d/0.331214817504500730-1) > 1e-8 {
 		t.Errorf("ε = 0.5: δ(1) = %v, reference 0.3312148175045", d)
 	}
-	// two dimensions: the canonical (ε, 0) pair, so the same as the --mech pairs
+	// two dimensions: the grid's three-point pair (pld.StaircaseL1, checked there against
+	// the enumerated distribution), composed 10 times: δ(1) summed over the trinomial
+	// counts (i losses of +ε, j of −ε) here, below the (1, 0) pairs' value
 	v2 := decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", "staircase:eps=1,dim=2,count=10", "--eps", "1", "--json"))
-	if d, p := number(t, v2, "delta"), number(t, pairs, "delta"); math.Abs(d/p-1) > 1e-6 {
-		t.Errorf("dim=2: δ %v, the (1, 0) pairs' %v", d, p)
+	m2, err := mechanism.NewStaircaseL1(mechanism.StaircaseL1Options{Epsilon: 1, Sensitivity: 1, Dimension: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := m2.PLD()
+	lo, mid, hi := p2.(pld.StaircaseL1).Masses()
+	want2, e2 := 0.0, p2.(pld.StaircaseL1).Epsilon
+	for i := 0; i <= 10; i++ {
+		for j := 0; i+j <= 10; j++ {
+			ways := 1.0 // 10!/(i! j! (10−i−j)!)
+			for f := 2; f <= 10; f++ {
+				ways *= float64(f)
+			}
+			for _, n := range []int{i, j, 10 - i - j} {
+				for f := 2; f <= n; f++ {
+					ways /= float64(f)
+				}
+			}
+			want2 += ways * math.Pow(hi, float64(i)) * math.Pow(lo, float64(j)) * math.Pow(mid, float64(10-i-j)) * math.Max(0, 1-math.Exp(1-float64(i-j)*e2))
+		}
+	}
+	if d, p := number(t, v2, "delta"), number(t, pairs, "delta"); !(d >= want2*(1-1e-9) && d <= want2*(1+1e-6)) || !(d < p) {
+		t.Errorf("dim=2: δ %v, trinomial sum %v, the (1, 0) pairs' %v", d, want2, p)
 	}
 	checkErrors(t, []errorCase{
 		{name: "no eps", args: []string{"compose", "--mechanism", "staircase:sensitivity=1", "--eps", "1"}, code: exitUsage, want: []string{"missing eps"}},

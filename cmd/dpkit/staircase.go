@@ -76,7 +76,7 @@ var staircaseKeys = []string{"eps", "sensitivity", "count", "cost", "dim"}
 // parseStaircaseMechanism reads the keys of "staircase:eps=E[,sensitivity=S][,count=K]
 // [,cost=l1|l2][,dim=2]" and returns the privacy loss distribution of the mechanism
 // dpkit noise would run (mechanism.Staircase's exact grid pld.Staircase; for dim=2
-// mechanism.StaircaseL1's canonical (ε, 0) pair), released count times.
+// mechanism.StaircaseL1's exact grid pld.StaircaseL1), released count times.
 func parseStaircaseMechanism(rest string) (pld.Item, error) {
 	vals, err := parseKeyValues("staircase", rest, staircaseKeys)
 	if err != nil {
