@@ -38,6 +38,7 @@ func allMechanisms(t *testing.T) map[string]Mechanism {
 		"staircase":        must(NewStaircase(StaircaseOptions{Epsilon: 2, Sensitivity: 1, Cost: CostL1})),
 		"staircase_l1":     must(NewStaircaseL1(StaircaseL1Options{Epsilon: 2, Sensitivity: 1, Dimension: 2})),
 		"jl_cut":           must(NewJLCut(JLCutOptions{Epsilon: 1, Delta: 1e-6, Eta: 0.1, Nu: 0.05})),
+		"jl_variance":      must(NewJLVariance(JLVarianceOptions{Epsilon: 1, Delta: 1e-6, Eta: 0.1, Nu: 0.05})),
 		"partition":        must(NewPartitionSelection(PartitionSelectionOptions{Epsilon: 1, Delta: 1e-6, MaxPartitions: 3})),
 	}
 	var parts []Mechanism

@@ -60,55 +60,78 @@ const MaxJLCutDraws = 1 << 28
 // pairs (PLDItems); PLD returns the canonical pair of the total (ε, δ), which dominates
 // the release.
 type JLCut struct {
-	o           JLCutOptions
-	r           int64
-	eps0, delta float64 // per row
-	w           float64
+	o JLCutOptions
+	jlRows
+	w float64
 }
 
 // NewJLCut validates o and derives r, ε0, δ0 and w.
 func NewJLCut(o JLCutOptions) (*JLCut, error) {
-	if err := dpkit.CheckPositive("epsilon", o.Epsilon); err != nil {
-		return nil, dpkit.InPackage("mechanism", err)
+	rows, err := newJLRows(o.Epsilon, o.Delta, o.Eta, o.Nu)
+	if err != nil {
+		return nil, err
+	}
+	m := &JLCut{o: o, jlRows: rows}
+	m.w = 4 * math.Log(2/m.delta0) / m.eps0 * (1 + 1e-12) // rounded up: a larger w is more private
+	return m, nil
+}
+
+// jlRows is what the Johnson–Lindenstrauss mechanisms share: r rows, each (ε0, δ0)-DP.
+type jlRows struct {
+	r            int64
+	eps0, delta0 float64
+}
+
+// newJLRows validates a JL mechanism's total (ε, δ), η and ν and returns r = ⌈8 ln(2/ν)/η²⌉
+// (KOV Lemma 1; at most 2^22), δ0 = δ/(2r) and ε0, the largest per-row ε such that r
+// (ε0, δ0) pairs compose to (ε, δ) by the exact optimal composition (KOV Thm 3.3,
+// compose.MaxEpsilonPerQuery), lowered by 1e-12 relative, or by more until compose's
+// certified upper ε of the r rows is within the budget.
+func newJLRows(eps, delta, eta, nu float64) (jlRows, error) {
+	if err := dpkit.CheckPositive("epsilon", eps); err != nil {
+		return jlRows{}, dpkit.InPackage("mechanism", err)
 	}
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"delta", o.Delta}, {"eta", o.Eta}, {"nu", o.Nu}} {
+	}{{"delta", delta}, {"eta", eta}, {"nu", nu}} {
 		if math.IsNaN(p.v) || p.v <= 0 || p.v >= 1 {
-			return nil, perr(p.name, p.v, "in (0, 1)")
+			return jlRows{}, perr(p.name, p.v, "in (0, 1)")
 		}
 	}
-	r := math.Ceil(8 * math.Log(2/o.Nu) / (o.Eta * o.Eta))
+	r := math.Ceil(8 * math.Log(2/nu) / (eta * eta))
 	if r > 1<<22 {
-		return nil, perr("eta", o.Eta, fmt.Sprintf("large enough that r = ⌈8 ln(2/ν)/η²⌉ ≤ 2^22 rows (got %g)", r))
+		return jlRows{}, perr("eta", eta, fmt.Sprintf("large enough that r = ⌈8 ln(2/ν)/η²⌉ ≤ 2^22 rows (got %g)", r))
 	}
-	m := &JLCut{o: o, r: int64(r), delta: o.Delta / (2 * r)}
-	eps0, err := compose.MaxEpsilonPerQuery(m.r, m.delta, dpkit.Budget{Epsilon: o.Epsilon, Delta: o.Delta})
+	rows := jlRows{r: int64(r), delta0: delta / (2 * r)}
+	eps0, err := compose.MaxEpsilonPerQuery(rows.r, rows.delta0, dpkit.Budget{Epsilon: eps, Delta: delta})
 	if err != nil {
-		return nil, err
+		return jlRows{}, err
 	}
 	if !(eps0 > 0) {
-		return nil, &dpkit.InfeasibleError{Msg: fmt.Sprintf("mechanism: no positive per-row ε meets (ε=%g, δ=%g) over r = %d rows", o.Epsilon, o.Delta, m.r)}
+		return jlRows{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("mechanism: no positive per-row ε meets (ε=%g, δ=%g) over r = %d rows", eps, delta, rows.r)}
 	}
 	// Check the rows against compose's certified upper ε and step down until they meet the
 	// budget: at extreme inputs (ε = 5e-10 with δ = 2.4e-3 over 85533 rows) the bisection's
 	// answer and the certified curve differ by 2e-6 relative.
 	for shrink := 1e-12; ; shrink *= 10 {
 		if shrink > 1e-3 {
-			return nil, &dpkit.InfeasibleError{Msg: fmt.Sprintf("mechanism: no per-row ε certified for (ε=%g, δ=%g) over r = %d rows", o.Epsilon, o.Delta, m.r)}
+			return jlRows{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("mechanism: no per-row ε certified for (ε=%g, δ=%g) over r = %d rows", eps, delta, rows.r)}
 		}
-		m.eps0 = eps0 * (1 - shrink)
-		got, err := compose.Epsilon([]compose.Mech{{Epsilon: m.eps0, Delta: m.delta, Count: m.r}}, o.Delta, nil)
+		rows.eps0 = eps0 * (1 - shrink)
+		got, err := compose.Epsilon([]compose.Mech{{Epsilon: rows.eps0, Delta: rows.delta0, Count: rows.r}}, delta, nil)
 		if err != nil {
-			return nil, err
+			return jlRows{}, err
 		}
-		if got.Epsilon <= o.Epsilon {
-			break
+		if got.Epsilon <= eps {
+			return rows, nil
 		}
 	}
-	m.w = 4 * math.Log(2/m.delta) / m.eps0 * (1 + 1e-12) // rounded up: a larger w is more private
-	return m, nil
+}
+
+// items returns the rows as r (ε0, δ0) pairs for the accounting core.
+func (j jlRows) items() []pld.Item {
+	return []pld.Item{{Mechanism: pld.EpsilonDelta{Epsilon: j.eps0, Delta: j.delta0}, Count: j.r}}
 }
 
 // Guarantee returns the total (ε, δ).
@@ -122,17 +145,17 @@ func (m *JLCut) PLD() (pld.Mechanism, error) {
 
 // PLDItems returns the release as r rows, each an (ε0, δ0) pair, for the accounting core
 // (the composition KOV App. C.1 applies).
-func (m *JLCut) PLDItems() []pld.Item {
-	return []pld.Item{{Mechanism: pld.EpsilonDelta{Epsilon: m.eps0, Delta: m.delta}, Count: m.r}}
-}
+func (m *JLCut) PLDItems() []pld.Item { return m.items() }
 
 // Descriptor returns {"kind":"jl_cut","version":1,"epsilon":…,"delta":…,"eta":…,"nu":…}.
 func (m *JLCut) Descriptor() Descriptor { return Describe(m.o) }
 
-// Rows returns r; RowEpsilon and RowDelta the per-row (ε0, δ0); Weight w.
-func (m *JLCut) Rows() int64           { return m.r }
-func (m *JLCut) RowEpsilon() float64   { return m.eps0 }
-func (m *JLCut) RowDelta() float64     { return m.delta }
+// Rows returns r; RowEpsilon and RowDelta the per-row (ε0, δ0).
+func (j jlRows) Rows() int64         { return j.r }
+func (j jlRows) RowEpsilon() float64 { return j.eps0 }
+func (j jlRows) RowDelta() float64   { return j.delta0 }
+
+// Weight returns w; Options the options.
 func (m *JLCut) Weight() float64       { return m.w }
 func (m *JLCut) Options() JLCutOptions { return m.o }
 

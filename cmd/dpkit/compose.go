@@ -36,9 +36,10 @@ Workload (at least one entry; --mech and --mech-file combine):
                               subsampled-gaussian:sigma=S,q=Q, subsampled-laplace:scale=B,q=Q,
                               staircase:eps=E[,cost=l2|l1][,dim=2] (the noise that dpkit
                               noise staircase adds; exact three-loss PLD in one and two
-                              dimensions), jl-cut:eps=E,delta=D,eta=H,nu=V
-                              (the Johnson–Lindenstrauss cut sketch of KOV App. C.1: its r
-                              rows as (ε0, δ0) pairs; no sensitivity=);
+                              dimensions), jl-cut:eps=E,delta=D,eta=H,nu=V and
+                              jl-variance:… (the Johnson–Lindenstrauss cut and variance
+                              sketches of KOV App. C.1: their r rows as (ε0, δ0) pairs; no
+                              sensitivity=);
                               each also takes sensitivity=… (default 1) and count=…
                               (default 1). Repeatable; --mech entries join as (ε, δ) pairs.
 

@@ -30,7 +30,7 @@ func (l *mechanismList) String() string { return strings.Join(l.texts, " ") }
 func (l *mechanismList) Type() string   { return "mechanism" }
 
 // parseMechanism reads one --mechanism value, KIND:key=value,… (pld.ParseMechanism's
-// syntax, or staircase:… and jl-cut:…); its count= is read as every count is (parseCount: 1000, 1e9;
+// syntax, or staircase:…, jl-cut:… and jl-variance:…); its count= is read as every count is (parseCount: 1000, 1e9;
 // not 1_000 or 0x10). Errors say what is wrong after the flag and its value, which the
 // flag parser prints.
 func parseMechanism(s string) (pld.Item, error) {
@@ -48,6 +48,8 @@ func parseMechanism(s string) (pld.Item, error) {
 		own = parseStaircaseMechanism // staircase.go
 	case "jl-cut":
 		own = parseJLCutMechanism // jl.go
+	case "jl-variance":
+		own = parseJLVarianceMechanism // jl.go
 	}
 	if own != nil {
 		it, err := own(rest)

@@ -183,6 +183,7 @@ func independentMechanism(s string) (kind string, vals map[string]float64, ok bo
 		"gaussian": "sigma sensitivity count", "laplace": "scale sensitivity count", "geometric": "eps scale sensitivity count",
 		"rr": "eps k count", "exponential": "eps count", "subsampled-gaussian": "sigma q sensitivity count",
 		"subsampled-laplace": "scale q sensitivity count", "staircase": "eps sensitivity count cost dim",
+		"jl-cut": "eps delta eta nu count", "jl-variance": "eps delta eta nu count",
 	}
 	kind, rest, _ := strings.Cut(strings.TrimSpace(s), ":")
 	kind = strings.ToLower(strings.TrimSpace(kind))
@@ -223,6 +224,14 @@ func checkMechanismFields(t *testing.T, in string, it pld.Item, kind string, val
 			return v
 		}
 		return def
+	}
+	if strings.HasPrefix(kind, "jl-") { // r = ⌈8 ln(2/ν)/η²⌉ rows of (ε0, δ/(2r)) per release
+		r := math.Ceil(8 * math.Log(2/vals["nu"]) / (vals["eta"] * vals["eta"]))
+		row, ok := it.Mechanism.(pld.EpsilonDelta)
+		if !ok || float64(it.Count) != r*get("count", 1) || row.Delta != vals["delta"]/(2*r) || !(row.Epsilon <= vals["eps"]) {
+			t.Fatalf("%q parsed as %#v × %d; the text reads as %d releases of %g rows", in, it.Mechanism, it.Count, int64(get("count", 1)), r)
+		}
+		return
 	}
 	if c := get("count", 1); float64(it.Count) != c {
 		t.Fatalf("%q: count %d, text says %v", in, it.Count, c)
@@ -265,7 +274,8 @@ func FuzzParseMechanism(f *testing.F) {
 	for _, s := range []string{"gaussian:sigma=1", "laplace:scale=2,sensitivity=3,count=4", "geometric:eps=0.5", "geometric:scale=2,sensitivity=2",
 		"rr:eps=1,k=3", "subsampled-gaussian:sigma=1,q=0.5", "subsampled-laplace:scale=1,q=0.01,count=1e6", "exponential:eps=1", "x:y", ":",
 		"laplace:scale=1e308", "gaussian:sigma=1,sigma=2", "rr:eps=800,k=2", "laplace:scale=1,count=1.5", "laplace:scale=1,count=1_000",
-		"gaussian:sigma=1,count=0x10", "staircase:eps=1", "staircase:eps=1,count=10,cost=l1", "staircase:eps=1,dim=2,cost=l1"} {
+		"gaussian:sigma=1,count=0x10", "staircase:eps=1", "staircase:eps=1,count=10,cost=l1", "staircase:eps=1,dim=2,cost=l1",
+		"jl-cut:eps=1,delta=1e-6,eta=0.5,nu=0.1", "jl-variance:eps=2,delta=1e-3,eta=0.9,nu=0.5,count=3"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
