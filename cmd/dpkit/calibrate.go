@@ -15,6 +15,7 @@ const calibrateUsage = `Usage: dpkit calibrate --eps E --delta D (--k K | --quer
        dpkit calibrate --mechanism gaussian|laplace|geometric --sensitivity S --k K --eps E --delta D [--json]
        dpkit calibrate --mechanism subsampled-gaussian --q Q --steps T --eps E --delta D [--json]
        dpkit calibrate --mechanism staircase --sensitivity S --k K --eps E --delta D [--json]
+       dpkit calibrate --mechanism jl-cut|jl-variance --eta H --nu V --k K --eps E --delta D [--json]
 
 Fit queries into a total (ε, δ) budget by the exact optimal composition (Kairouz–Oh–
 Viswanath Thm 3.3):
@@ -33,6 +34,13 @@ Viswanath Thm 3.3):
                        noise staircase) such that K releases meet (E, D) by its exact
                        privacy loss distribution, beside KOV Thm 3.3's ε0 for (ε0, 0)
                        pairs (all that its guarantee gives);
+  with --mechanism jl-cut or jl-variance:
+                       the largest per-release ε (per-release δ = D/K) of the
+                       Johnson–Lindenstrauss cut or variance sketch such that K
+                       releases, r = ⌈8 ln(2/ν)/η²⌉ rows each, meet (E, D) by the
+                       exact composition of their (ε0, δ0) rows (KOV Thm 3.3), with
+                       the rows and the weight w that ε gives, beside the basic split
+                       ε = E/K;
   with --mechanism subsampled-gaussian (DP-SGD):
                        the smallest noise multiplier σ (noise standard deviation over
                        the clipping norm) such that T steps, each a Gaussian of σ on a
@@ -47,10 +55,13 @@ Flags:
   --query-eps E0     per-query ε, finite ≥ 0
   --query-delta D0   per-query δ in [0, 1] (default 0)
   --mechanism M      gaussian, laplace, geometric, staircase (need --k and
-                     --sensitivity) or subsampled-gaussian (needs --q and --steps)
+                     --sensitivity), jl-cut, jl-variance (need --k, --eta and --nu)
+                     or subsampled-gaussian (needs --q and --steps)
   --sensitivity S    the query's sensitivity, finite > 0 (an integer for geometric)
   --q Q              subsampled-gaussian: the sampling rate, in (0, 1]
   --steps T          subsampled-gaussian: the number of steps, an integer in [1, 10^12]
+  --eta H            jl-cut, jl-variance: the multiplicative error of an answer, in (0, 1)
+  --nu V             jl-cut, jl-variance: the failure probability of an answer, in (0, 1)
   --json             print one JSON object instead of text
   -h, --help         show this help
 Exactly one of --k and --query-eps (without --mechanism).
@@ -71,6 +82,14 @@ JSON output (every key always present):
                       "k":…,"epsilon":…,"delta":…,"kov":…,"kov_rule":…}
                      (epsilon_per_release is at most 1e-4 relative below the largest
                      that meets the budget)
+  with --mechanism jl-cut, jl-variance:
+                     {"mechanism":…,"epsilon_per_release":…,"delta_per_release":…,
+                      "rows":…,"row_epsilon":…,"row_delta":…,"weight":…,"k":…,"eta":…,
+                      "nu":…,"epsilon":…,"delta":…,"epsilon_upper":…,
+                      "basic_epsilon_per_release":…,"basic_weight":…}
+                     (epsilon_upper ≤ E: the certified ε of the K·rows rows at D;
+                     epsilon_per_release is at most 1e-4 relative below the largest
+                     whose rows meet the budget by that certified curve)
   with --mechanism subsampled-gaussian:
                      {"mechanism":"subsampled-gaussian","sigma":…,"q":…,"steps":…,
                       "epsilon":…,"delta":…,"epsilon_upper":…,"sigma_below":…,
@@ -105,6 +124,7 @@ type calibrateCommand struct {
 	sensitivity *floatFlag
 	q           *floatFlag
 	steps       countFlag
+	eta, nu     *floatFlag
 }
 
 func newCalibrateCommand(s streams) *cobra.Command {
@@ -116,6 +136,8 @@ func newCalibrateCommand(s streams) *cobra.Command {
 		queryDelta:  deltaFlag(),
 		sensitivity: &floatFlag{check: dpkit.CheckPositive},
 		q:           &floatFlag{check: checkRate},
+		eta:         &floatFlag{check: checkOpenUnit},
+		nu:          &floatFlag{check: checkOpenUnit},
 	}
 	cmd := &cobra.Command{
 		Use:  "calibrate",
@@ -133,6 +155,8 @@ func newCalibrateCommand(s streams) *cobra.Command {
 	flags.Var(c.sensitivity, "sensitivity", "")
 	flags.Var(c.q, "q", "")
 	flags.Var(&c.steps, "steps", "")
+	flags.Var(c.eta, "eta", "")
+	flags.Var(c.nu, "nu", "")
 	completeWords(cmd, "mechanism", "gaussian", "laplace", "geometric", "subsampled-gaussian")
 	withUsage(cmd, calibrateUsage)
 	return cmd
@@ -151,8 +175,8 @@ func (c *calibrateCommand) Run(ctx context.Context, args []string) error {
 		return flagErrorf("--delta", "missing --delta: the total delta of the budget is required (0 for pure DP)")
 	case c.mechanism != "":
 		return c.calibrateNoise(ctx)
-	case c.q.set || c.steps.set || c.sensitivity.set:
-		return usagef("--q, --steps and --sensitivity apply with --mechanism only")
+	case c.q.set || c.steps.set || c.sensitivity.set || c.eta.set || c.nu.set:
+		return usagef("--q, --steps, --sensitivity, --eta and --nu apply with --mechanism only")
 	case c.k.set && c.queryEps.set:
 		return usagef("--k and --query-eps both given: give exactly one (the number of queries, or the epsilon of each)")
 	case !c.k.set && !c.queryEps.set:
@@ -231,6 +255,14 @@ func (c *calibrateCommand) maxQueries(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(c.s.stdout, "max queries: %d%s of %v within %v (exact composition, KOV Thm 3.3)\n", n, more, query, total)
 	return err
+}
+
+// checkOpenUnit accepts a number in (0, 1) (--eta, --nu).
+func checkOpenUnit(name string, v float64) error {
+	if !(v > 0 && v < 1) {
+		return &dpkit.ParamError{Name: name, Value: v, Want: "in (0, 1)"}
+	}
+	return nil
 }
 
 // checkRate accepts a sampling rate in (0, 1].

@@ -43,12 +43,18 @@ func (c *calibrateCommand) calibrateNoise(ctx context.Context) error {
 	if c.mechanism == "staircase" {
 		return c.calibrateStaircase(ctx) // staircase.go
 	}
+	if c.mechanism == "jl-cut" || c.mechanism == "jl-variance" {
+		return c.calibrateJL(ctx) // jl.go
+	}
+	if c.eta.set || c.nu.set {
+		return usagef("--eta and --nu apply to --mechanism jl-cut and jl-variance only")
+	}
 	if c.q.set || c.steps.set {
 		return usagef("--q and --steps apply to --mechanism subsampled-gaussian only: give --k")
 	}
 	switch {
 	case c.mechanism != "gaussian" && c.mechanism != "laplace" && c.mechanism != "geometric":
-		return flagErrorf("--mechanism", "invalid --mechanism %q: want gaussian, laplace, geometric, staircase or subsampled-gaussian", c.mechanism)
+		return flagErrorf("--mechanism", "invalid --mechanism %q: want gaussian, laplace, geometric, staircase, jl-cut, jl-variance or subsampled-gaussian", c.mechanism)
 	case !c.k.set:
 		return flagErrorf("--k", "missing --k: the number of releases to calibrate the noise for")
 	case !c.sensitivity.set:

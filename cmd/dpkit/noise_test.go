@@ -356,6 +356,58 @@ func TestComposeJL(t *testing.T) {
 	}
 }
 
+// TestCalibrateJL: calibrate --mechanism jl-cut|jl-variance returns a per-release ε (δ =
+// D/K) whose K releases, re-checked with compose --mechanism, meet the budget, while
+// 2e-4 more does not (the bisection's 1e-4); its rows and weight are the mechanism's at
+// that ε; it is above the basic split E/K (3.28 times it at K = 10: ten releases of
+// 2952 rows compose far better than ten (0.1, 1e-7) guarantees); K = 1 gives E itself.
+func TestCalibrateJL(t *testing.T) {
+	for _, kind := range []string{"jl-cut", "jl-variance"} {
+		v := decodeJSON(t, mustSucceed(t, "", "calibrate", "--mechanism", kind, "--eta", "0.1", "--nu", "0.05", "--k", "10", "--eps", "1", "--delta", "1e-6", "--json"))
+		eps, dr := number(t, v, "epsilon_per_release"), number(t, v, "delta_per_release")
+		if dr != 1e-7 || !(eps > 3.2*0.1) || number(t, v, "epsilon_upper") > 1 || number(t, v, "basic_epsilon_per_release") != 0.1 {
+			t.Errorf("%s: %v", kind, v)
+		}
+		at := func(e float64) float64 {
+			arg := fmt.Sprintf("%s:eps=%v,delta=1e-7,eta=0.1,nu=0.05,count=10", kind, e)
+			return number(t, decodeJSON(t, mustSucceed(t, "", "compose", "--mechanism", arg, "--delta", "1e-6", "--json")), "epsilon")
+		}
+		if got, more := at(eps), at(eps*(1+2e-4)); got > 1 || more <= 1 {
+			t.Errorf("%s: ε per release %v composes to %v; 2e-4 more to %v", kind, eps, got, more)
+		}
+		m, err := newJL(kind, eps, 1e-7, 0.1, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := newJL(kind, 0.1, 1e-7, 0.1, 0.05)
+		if number(t, v, "weight") != m.Weight() || number(t, v, "row_epsilon") != m.RowEpsilon() || number(t, v, "rows") != 2952 || number(t, v, "basic_weight") != b.Weight() {
+			t.Errorf("%s: rows and weight %v, the mechanism's at ε = %v: %d, %v, %v", kind, v, eps, m.Rows(), m.RowEpsilon(), m.Weight())
+		}
+		if kind == "jl-variance" && (math.Abs(eps/0.3283-1) > 2e-4 || math.Abs(number(t, v, "weight")/9984-1) > 1e-4 || math.Abs(number(t, v, "basic_weight")/28547-1) > 1e-4) {
+			t.Errorf("docs/mechanisms.md quotes ε = 0.3283, w = 9984 (28547 at E/K); got %v", v)
+		}
+		one := decodeJSON(t, mustSucceed(t, "", "calibrate", "--mechanism", kind, "--eta", "0.5", "--nu", "0.1", "--k", "1", "--eps", "2", "--delta", "1e-5", "--json"))
+		if number(t, one, "epsilon_per_release") != 2 {
+			t.Errorf("%s: K = 1 gives %v", kind, one)
+		}
+	}
+	text := mustSucceed(t, "", "calibrate", "--mechanism", "jl-variance", "--eta", "0.1", "--nu", "0.05", "--k", "10", "--eps", "1", "--delta", "1e-6")
+	if !strings.Contains(text, "weight w") || !strings.Contains(text, "29520 rows") {
+		t.Errorf("text output %q", text)
+	}
+	checkErrors(t, []errorCase{
+		{name: "missing eta", args: []string{"calibrate", "--mechanism", "jl-cut", "--nu", "0.1", "--k", "3", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"missing --eta"}},
+		{name: "missing k", args: []string{"calibrate", "--mechanism", "jl-variance", "--eta", "0.1", "--nu", "0.1", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"missing --k"}},
+		{name: "bad nu", args: []string{"calibrate", "--mechanism", "jl-cut", "--eta", "0.1", "--nu", "1", "--k", "3", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"--nu", "(0, 1)"}},
+		{name: "tiny eta", args: []string{"calibrate", "--mechanism", "jl-cut", "--eta", "1e-7", "--nu", "0.1", "--k", "3", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"--eta", "2^22"}},
+		{name: "delta 0", args: []string{"calibrate", "--mechanism", "jl-variance", "--eta", "0.1", "--nu", "0.1", "--k", "3", "--eps", "1", "--delta", "0"}, code: exitUsage, want: []string{"--delta"}},
+		{name: "sensitivity", args: []string{"calibrate", "--mechanism", "jl-cut", "--eta", "0.1", "--nu", "0.1", "--k", "3", "--eps", "1", "--delta", "1e-6", "--sensitivity", "1"}, code: exitUsage, want: []string{"do not apply"}},
+		{name: "eta for gaussian", args: []string{"calibrate", "--mechanism", "gaussian", "--eta", "0.1", "--k", "3", "--sensitivity", "1", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"--eta and --nu apply"}},
+		{name: "eta without mechanism", args: []string{"calibrate", "--eta", "0.1", "--k", "3", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"--eta"}},
+		{name: "too many rows", args: []string{"calibrate", "--mechanism", "jl-cut", "--eta", "0.1", "--nu", "0.1", "--k", "1e12", "--eps", "1", "--delta", "1e-6"}, code: exitUsage, want: []string{"--k"}},
+	})
+}
+
 // checkErrors runs each case with checkError (the error contract), as a subtest; the
 // command path is "dpkit" and the command (with its subcommand for ldp and gce).
 func checkErrors(t *testing.T, cases []errorCase) {
