@@ -126,105 +126,121 @@ func resolve(total dpkit.Budget, p Policy) (Policy, error) {
 	}
 	switch p.Kind {
 	case Fixed:
-		if err := dpkit.InPackage("ledger", dpkit.CheckCount("releases", p.Releases, compose.MaxCount)); err != nil {
-			return Policy{}, err
-		}
-		if p.Plan != nil || p.Filter != "" || p.FilterDelta != 0 {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "fixed", Want: "no plan, filter or filter delta with the fixed policy"}
-		}
-		switch p.Mechanism {
-		case "":
-		case GaussianMechanism:
-			return resolveFixedGaussian(total, p)
-		default:
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" or "gaussian"`}
-		}
-		d0 := total.Delta / (2 * float64(p.Releases))
-		if p.ReleaseDelta != nil {
-			d0 = *p.ReleaseDelta
-			if err := dpkit.InPackage("ledger", dpkit.CheckDelta("release_delta", d0)); err != nil {
-				return Policy{}, err
-			}
-		}
-		e0, err := compose.MaxEpsilonPerQuery(p.Releases, d0, total)
-		if err != nil {
-			return Policy{}, err
-		}
-		// Independent check: k releases of (ε0, δ0) meet the total by the exact
-		// composition's upper (never below the truth) δ.
-		r, err := compose.Delta([]compose.Mech{{Epsilon: e0, Delta: d0, Count: p.Releases}}, total.Epsilon, nil)
-		if err != nil {
-			return Policy{}, err
-		}
-		if r.Delta > total.Delta {
-			return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("%d releases of (ε=%g, δ=%g) compose to δ=%g above the total %v", p.Releases, e0, d0, r.Delta, total)}
-		}
-		return Policy{Kind: Fixed, Releases: p.Releases, ReleaseDelta: &d0, PerRelease: &dpkit.Budget{Epsilon: e0, Delta: d0}}, nil
-
+		return resolveFixed(total, p)
 	case Plan:
-		if len(p.Plan) < 1 || len(p.Plan) > MaxPlan {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan", Value: len(p.Plan), Want: fmt.Sprintf("between 1 and %d releases", MaxPlan)}
-		}
-		if p.Releases != 0 || p.ReleaseDelta != nil || p.Filter != "" || p.FilterDelta != 0 || p.Mechanism != "" {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "plan", Want: "no releases, release delta, filter, filter delta or mechanism with the plan policy"}
-		}
-		for i, c := range p.Plan {
-			if err := checkCost(fmt.Sprintf("plan[%d]", i), c); err != nil {
-				return Policy{}, err
-			}
-		}
-		if p.PlanMechanisms != nil {
-			if len(p.PlanMechanisms) != len(p.Plan) {
-				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan_mechanisms", Value: len(p.PlanMechanisms), Want: fmt.Sprintf("one entry per plan slot (%d)", len(p.Plan))}
-			}
-			if _, err := planMechanisms(p.PlanMechanisms); err != nil {
-				return Policy{}, err
-			}
-			e, err := pldPlanEpsilon(p.Plan, p.PlanMechanisms, total.Delta)
-			if err != nil {
-				return Policy{}, err
-			}
-			if e > total.Epsilon {
-				return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (by their privacy loss distributions) to ε ≤ %g at δ=%g, above the total ε=%g", len(p.Plan), e, total.Delta, total.Epsilon)}
-			}
-			return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...), PlanMechanisms: append([]mechanism.Descriptor(nil), p.PlanMechanisms...)}, nil
-		}
-		ms := slotMechs(p.Plan)
-		r, err := compose.Delta(ms, total.Epsilon, nil)
-		if err != nil {
-			return Policy{}, err
-		}
-		if r.Delta > total.Delta {
-			return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (exactly) to δ=%g at ε=%g, above the total δ=%g", len(p.Plan), r.Delta, total.Epsilon, total.Delta)}
-		}
-		return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...)}, nil
-
+		return resolvePlan(total, p)
 	case Adaptive:
-		if p.Releases != 0 || p.ReleaseDelta != nil || p.Plan != nil {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "adaptive", Want: "no releases, release delta or plan with the adaptive policy"}
-		}
-		if p.Mechanism != "" {
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" with the adaptive policy (choose filter "gaussian" for Gaussian releases)`}
-		}
-		switch p.Filter {
-		case GaussianFilter:
-			return resolveGaussianFilter(total, p)
-		case BasicFilter:
-			if p.FilterDelta != 0 {
-				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: p.FilterDelta, Want: "0 (unused) with the basic filter"}
-			}
-		case AdvancedFilter:
-			fd := p.FilterDelta
-			if math.IsNaN(fd) || fd <= 0 || fd > total.Delta || fd >= 1 {
-				return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: fd, Want: fmt.Sprintf("in (0, %g] and < 1 (the share δ' of the total δ spent by the advanced filter)", total.Delta)}
-			}
-		default:
-			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter", Value: string(p.Filter), Want: "basic, advanced or gaussian"}
-		}
-		return Policy{Kind: Adaptive, Filter: p.Filter, FilterDelta: p.FilterDelta}, nil
+		return resolveAdaptive(total, p)
 	default:
 		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: string(p.Kind), Want: "fixed, plan or adaptive"}
 	}
+}
+
+// resolveFixed calibrates a fixed policy: (ε0, δ0) per release, δ0 = δ/(2K) unless
+// ReleaseDelta is given, ε0 the largest whose K-fold exact composition meets the total
+// (or μ0 for Gaussian releases, resolveFixedGaussian).
+func resolveFixed(total dpkit.Budget, p Policy) (Policy, error) {
+	if err := dpkit.InPackage("ledger", dpkit.CheckCount("releases", p.Releases, compose.MaxCount)); err != nil {
+		return Policy{}, err
+	}
+	if p.Plan != nil || p.Filter != "" || p.FilterDelta != 0 {
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "fixed", Want: "no plan, filter or filter delta with the fixed policy"}
+	}
+	switch p.Mechanism {
+	case "":
+	case GaussianMechanism:
+		return resolveFixedGaussian(total, p)
+	default:
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" or "gaussian"`}
+	}
+	d0 := total.Delta / (2 * float64(p.Releases))
+	if p.ReleaseDelta != nil {
+		d0 = *p.ReleaseDelta
+		if err := dpkit.InPackage("ledger", dpkit.CheckDelta("release_delta", d0)); err != nil {
+			return Policy{}, err
+		}
+	}
+	e0, err := compose.MaxEpsilonPerQuery(p.Releases, d0, total)
+	if err != nil {
+		return Policy{}, err
+	}
+	// Independent check: k releases of (ε0, δ0) meet the total by the exact
+	// composition's upper (never below the truth) δ.
+	r, err := compose.Delta([]compose.Mech{{Epsilon: e0, Delta: d0, Count: p.Releases}}, total.Epsilon, nil)
+	if err != nil {
+		return Policy{}, err
+	}
+	if r.Delta > total.Delta {
+		return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("%d releases of (ε=%g, δ=%g) compose to δ=%g above the total %v", p.Releases, e0, d0, r.Delta, total)}
+	}
+	return Policy{Kind: Fixed, Releases: p.Releases, ReleaseDelta: &d0, PerRelease: &dpkit.Budget{Epsilon: e0, Delta: d0}}, nil
+}
+
+// resolvePlan checks a plan: its slots' exact composition (or, with PlanMechanisms, their
+// privacy loss distributions' composition) must meet the total.
+func resolvePlan(total dpkit.Budget, p Policy) (Policy, error) {
+	if len(p.Plan) < 1 || len(p.Plan) > MaxPlan {
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan", Value: len(p.Plan), Want: fmt.Sprintf("between 1 and %d releases", MaxPlan)}
+	}
+	if p.Releases != 0 || p.ReleaseDelta != nil || p.Filter != "" || p.FilterDelta != 0 || p.Mechanism != "" {
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "plan", Want: "no releases, release delta, filter, filter delta or mechanism with the plan policy"}
+	}
+	for i, c := range p.Plan {
+		if err := checkCost(fmt.Sprintf("plan[%d]", i), c); err != nil {
+			return Policy{}, err
+		}
+	}
+	if p.PlanMechanisms != nil {
+		if len(p.PlanMechanisms) != len(p.Plan) {
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "plan_mechanisms", Value: len(p.PlanMechanisms), Want: fmt.Sprintf("one entry per plan slot (%d)", len(p.Plan))}
+		}
+		if _, err := planMechanisms(p.PlanMechanisms); err != nil {
+			return Policy{}, err
+		}
+		e, err := pldPlanEpsilon(p.Plan, p.PlanMechanisms, total.Delta)
+		if err != nil {
+			return Policy{}, err
+		}
+		if e > total.Epsilon {
+			return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (by their privacy loss distributions) to ε ≤ %g at δ=%g, above the total ε=%g", len(p.Plan), e, total.Delta, total.Epsilon)}
+		}
+		return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...), PlanMechanisms: append([]mechanism.Descriptor(nil), p.PlanMechanisms...)}, nil
+	}
+	ms := slotMechs(p.Plan)
+	r, err := compose.Delta(ms, total.Epsilon, nil)
+	if err != nil {
+		return Policy{}, err
+	}
+	if r.Delta > total.Delta {
+		return Policy{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("the plan's %d releases compose (exactly) to δ=%g at ε=%g, above the total δ=%g", len(p.Plan), r.Delta, total.Epsilon, total.Delta)}
+	}
+	return Policy{Kind: Plan, Plan: append([]dpkit.Budget(nil), p.Plan...)}, nil
+}
+
+// resolveAdaptive checks an adaptive policy's filter.
+func resolveAdaptive(total dpkit.Budget, p Policy) (Policy, error) {
+	if p.Releases != 0 || p.ReleaseDelta != nil || p.Plan != nil {
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "policy", Value: "adaptive", Want: "no releases, release delta or plan with the adaptive policy"}
+	}
+	if p.Mechanism != "" {
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "mechanism", Value: p.Mechanism, Want: `"" with the adaptive policy (choose filter "gaussian" for Gaussian releases)`}
+	}
+	switch p.Filter {
+	case GaussianFilter:
+		return resolveGaussianFilter(total, p)
+	case BasicFilter:
+		if p.FilterDelta != 0 {
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: p.FilterDelta, Want: "0 (unused) with the basic filter"}
+		}
+	case AdvancedFilter:
+		fd := p.FilterDelta
+		if math.IsNaN(fd) || fd <= 0 || fd > total.Delta || fd >= 1 {
+			return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter_delta", Value: fd, Want: fmt.Sprintf("in (0, %g] and < 1 (the share δ' of the total δ spent by the advanced filter)", total.Delta)}
+		}
+	default:
+		return Policy{}, &dpkit.ParamError{Pkg: "ledger", Name: "filter", Value: string(p.Filter), Want: "basic, advanced or gaussian"}
+	}
+	return Policy{Kind: Adaptive, Filter: p.Filter, FilterDelta: p.FilterDelta}, nil
 }
 
 // checkCost validates a release cost: ε finite ≥ 0, δ in [0, 1].
