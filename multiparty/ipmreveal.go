@@ -68,7 +68,8 @@ const (
 	revealAccept         = 1e-4    // certified gap below which generation is not run after it
 )
 
-// newRevealGame builds the restricted game on the inputs R (bit masks).
+// newRevealGame builds the restricted game on the inputs R (bit masks): the most probable
+// revealing patterns (revealCandidates, revealCount), one block of 2^k transcripts each.
 func newRevealGame(kg *kronGame, pr *Protocol, inputs []int) *revealGame {
 	k := kg.k
 	g := &revealGame{kg: kg, inputs: inputs, rIndex: make([]int32, kg.nx), s: make([]float64, len(inputs))}
@@ -79,51 +80,8 @@ func newRevealGame(kg *kronGame, pr *Protocol, inputs []int) *revealGame {
 		g.rIndex[x] = int32(r)
 		g.s[r] = float64(2*kg.f[x] - 1)
 	}
-	// Patterns: subsets of the parties with 0 < δ_i < 1, with those at δ_i = 1, most
-	// probable first.
-	var free []int
-	always := uint32(0)
-	for i := range k {
-		switch d := pr.parties[i].Delta; {
-		case d == 1:
-			always |= 1 << i
-		case d > 0:
-			free = append(free, i)
-		}
-	}
-	type cand struct {
-		mask uint32
-		prob float64
-	}
-	var cands []cand
-	for sub := range 1 << len(free) {
-		mask, p := always, 1.0
-		for j, i := range free {
-			if sub>>j&1 == 1 {
-				mask |= 1 << i
-				p *= pr.parties[i].Delta
-			} else {
-				p *= 1 - pr.parties[i].Delta
-			}
-		}
-		cands = append(cands, cand{mask, p})
-	}
-	sort.SliceStable(cands, func(a, b int) bool { return cands[a].prob > cands[b].prob })
-	// The most probable patterns, until the rest has probability at most revealTail,
-	// the free transcripts would exceed revealMaxTranscripts, or the pair products
-	// forming the Newton matrix (2^|S| · 4^m per pattern) would exceed revealMaxPairs·4^k.
-	rest := 0.0
-	for _, c := range cands {
-		rest += c.prob
-	}
-	n, pairs := 0, 0
-	for _, c := range cands {
-		p := 1 << (2*k - bits.OnesCount32(c.mask))
-		if n > 0 && (rest <= revealTail || (n+1)*kg.nx > revealMaxTranscripts || pairs+p > revealMaxPairs*kg.nx*kg.nx) {
-			break
-		}
-		n, pairs, rest = n+1, pairs+p, rest-c.prob
-	}
+	cands := revealCandidates(pr, k)
+	n := revealCount(cands, kg)
 	for _, c := range cands[n:] {
 		g.tail += c.prob
 	}
@@ -135,57 +93,7 @@ func newRevealGame(kg *kronGame, pr *Protocol, inputs []int) *revealGame {
 		st *= len(kg.syms[i])
 	}
 	for _, c := range cands[:n] {
-		p := revealPattern{weight: 1, first: g.nt}
-		var noisy, shown []int
-		for i := range k {
-			if c.mask>>i&1 == 1 {
-				shown = append(shown, i)
-				p.weight *= pr.parties[i].Delta
-			} else {
-				noisy = append(noisy, i)
-			}
-		}
-		p.m = len(noisy)
-		p.spread, p.tNoisy = make([]int32, 1<<p.m), make([]int32, 1<<p.m)
-		for z := range 1 << p.m {
-			for j, i := range noisy {
-				bit := z >> (p.m - 1 - j) & 1
-				p.spread[z] |= int32(bit << i)
-				p.tNoisy[z] += int32(slices.Index(kg.syms[i], Noisy0+bit) * stride[i])
-			}
-		}
-		p.bMask, p.tReveal = make([]uint32, 1<<len(shown)), make([]int32, 1<<len(shown))
-		for b := range 1 << len(shown) {
-			for j, i := range shown {
-				bit := b >> (len(shown) - 1 - j) & 1
-				p.bMask[b] |= uint32(bit << i)
-				p.tReveal[b] += int32(slices.Index(kg.syms[i], Reveal0+3*bit) * stride[i])
-			}
-		}
-		for _, i := range noisy {
-			var pp [2][2]float64 // pp[z][bit] = P(noisy z | bit)
-			for z := range 2 {
-				for bit := range 2 {
-					pp[z][bit] = pr.Prob(i, Noisy0+z, bit)
-				}
-			}
-			tb, ts, ts2 := make([]float64, 4), make([]float64, 4), make([]float64, 4)
-			pair := make([]float64, 8)
-			for z := range 2 {
-				for bit := range 2 {
-					v := pp[z][bit]
-					tb[bit*2+z], ts[z*2+bit], ts2[z*2+bit] = v, v, v*v
-					for b2 := range 2 {
-						pair[(2*bit+b2)*2+z] = v * pp[z][b2]
-					}
-				}
-			}
-			p.toBits = append(p.toBits, tb)
-			p.toSyms, p.toSyms2 = append(p.toSyms, ts), append(p.toSyms2, ts2)
-			p.pair = append(p.pair, pair)
-			p.two, p.four = append(p.two, 2), append(p.four, 4)
-		}
-		g.patterns = append(g.patterns, p)
+		g.patterns = append(g.patterns, newRevealPattern(kg, pr, c.mask, stride, g.nt))
 		g.nt += kg.nx
 	}
 	g.spread4 = make([]int, kg.nx)
@@ -200,6 +108,119 @@ func newRevealGame(kg *kronGame, pr *Protocol, inputs []int) *revealGame {
 	}
 	g.bufA, g.bufB, g.bufC = make([]float64, big), make([]float64, big), make([]float64, kg.nx)
 	return g
+}
+
+// revealCand is a set of revealing parties (a bit mask) and its probability.
+type revealCand struct {
+	mask uint32
+	prob float64
+}
+
+// revealCandidates returns the patterns: every subset of the parties with 0 < δ_i < 1,
+// with those at δ_i = 1, most probable first.
+func revealCandidates(pr *Protocol, k int) []revealCand {
+	var free []int
+	always := uint32(0)
+	for i := range k {
+		switch d := pr.parties[i].Delta; {
+		case d == 1:
+			always |= 1 << i
+		case d > 0:
+			free = append(free, i)
+		}
+	}
+	var cands []revealCand
+	for sub := range 1 << len(free) {
+		mask, p := always, 1.0
+		for j, i := range free {
+			if sub>>j&1 == 1 {
+				mask |= 1 << i
+				p *= pr.parties[i].Delta
+			} else {
+				p *= 1 - pr.parties[i].Delta
+			}
+		}
+		cands = append(cands, revealCand{mask, p})
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].prob > cands[b].prob })
+	return cands
+}
+
+// revealCount returns how many of the most probable patterns the game takes: until the
+// rest has probability at most revealTail, the free transcripts would exceed
+// revealMaxTranscripts, or the pair products forming the Newton matrix (2^|S| · 4^m per
+// pattern) would exceed revealMaxPairs·4^k; at least one.
+func revealCount(cands []revealCand, kg *kronGame) int {
+	rest := 0.0
+	for _, c := range cands {
+		rest += c.prob
+	}
+	n, pairs := 0, 0
+	for _, c := range cands {
+		p := 1 << (2*kg.k - bits.OnesCount32(c.mask))
+		if n > 0 && (rest <= revealTail || (n+1)*kg.nx > revealMaxTranscripts || pairs+p > revealMaxPairs*kg.nx*kg.nx) {
+			break
+		}
+		n, pairs, rest = n+1, pairs+p, rest-c.prob
+	}
+	return n
+}
+
+// newRevealPattern returns the pattern of the revealing parties in mask, whose block
+// starts at transcript first: the index maps of its noisy bits and revealed bits, and
+// the 2 × 2 factors of its noisy parties.
+func newRevealPattern(kg *kronGame, pr *Protocol, mask uint32, stride []int, first int) revealPattern {
+	p := revealPattern{weight: 1, first: first}
+	var noisy, shown []int
+	for i := range kg.k {
+		if mask>>i&1 == 1 {
+			shown = append(shown, i)
+			p.weight *= pr.parties[i].Delta
+		} else {
+			noisy = append(noisy, i)
+		}
+	}
+	p.m = len(noisy)
+	p.spread, p.tNoisy = make([]int32, 1<<p.m), make([]int32, 1<<p.m)
+	for z := range 1 << p.m {
+		for j, i := range noisy {
+			bit := z >> (p.m - 1 - j) & 1
+			p.spread[z] |= int32(bit << i)
+			p.tNoisy[z] += int32(slices.Index(kg.syms[i], Noisy0+bit) * stride[i])
+		}
+	}
+	p.bMask, p.tReveal = make([]uint32, 1<<len(shown)), make([]int32, 1<<len(shown))
+	for b := range 1 << len(shown) {
+		for j, i := range shown {
+			bit := b >> (len(shown) - 1 - j) & 1
+			p.bMask[b] |= uint32(bit << i)
+			p.tReveal[b] += int32(slices.Index(kg.syms[i], Reveal0+3*bit) * stride[i])
+		}
+	}
+	for _, i := range noisy {
+		var pp [2][2]float64 // pp[z][bit] = P(noisy z | bit)
+		for z := range 2 {
+			for bit := range 2 {
+				pp[z][bit] = pr.Prob(i, Noisy0+z, bit)
+			}
+		}
+		tb, ts, ts2 := make([]float64, 4), make([]float64, 4), make([]float64, 4)
+		pair := make([]float64, 8)
+		for z := range 2 {
+			for bit := range 2 {
+				v := pp[z][bit]
+				tb[bit*2+z], ts[z*2+bit], ts2[z*2+bit] = v, v, v*v
+				for b2 := range 2 {
+					pair[(2*bit+b2)*2+z] = v * pp[z][b2]
+				}
+			}
+		}
+		p.toBits = append(p.toBits, tb)
+		p.toSyms, p.toSyms2 = append(p.toSyms, ts), append(p.toSyms2, ts2)
+		p.pair = append(p.pair, pair)
+		p.two, p.four = append(p.two, 2), append(p.four, 4)
+	}
+	return p
 }
 
 // blocks calls fn for every block: its pattern, revealed bits b and first transcript.

@@ -76,6 +76,42 @@ func projectSimplex(v, buf []float64) {
 // The iteration starts from the rule start (cert.q when nil) and the prior startPi
 // (cert.pi when nil).
 func pdhg(g game, cert *certificate, start, startPi []float64, iters int, tol float64) {
+	if start == nil {
+		start = cert.q
+	}
+	if startPi == nil {
+		startPi = cert.pi
+	}
+	r := newPDHGRun(g, start, startPi)
+	const check = 32
+	for it := 1; it <= iters; it++ {
+		r.step(cert, it)
+		if it%check == 0 && r.restart(cert, tol) {
+			return
+		}
+	}
+}
+
+// pdhgRun is the state of pdhg: the iterate (q, π) with acc = accuracy of q, the running
+// averages since the last restart (qa, pa; navg iterates), the iterate at the last
+// restart (q0, p0), the primal steps τ and weight ω, and the restart schedule's gaps.
+type pdhgRun struct {
+	g                game
+	nx, nt, ny       int
+	tau              []float64
+	omega            float64
+	q, pi, qa, pa    []float64
+	q0, p0           []float64
+	navg             int
+	acc, accNew, sc  []float64
+	buf, scBuf       []float64
+	accBuf           []float64
+	lastGap, prevGap float64
+}
+
+// newPDHGRun sets the diagonal steps and starts from the rule start and the prior
+// startPi.
+func newPDHGRun(g game, start, startPi []float64) *pdhgRun {
 	nx, nt, ny := g.size()
 	ones := make([]float64, nx)
 	for i := range ones {
@@ -95,99 +131,104 @@ func pdhg(g game, cert *certificate, start, startPi []float64, iters int, tol fl
 	}
 	// Row sums are 1 (each row of a is a distribution), so σ = 1; the primal weight
 	// ω rescales τ → ω τ, σ → σ/ω.
-	omega := 1.0
-	if start == nil {
-		start = cert.q
-	}
-	if startPi == nil {
-		startPi = cert.pi
-	}
-	q, pi := slices.Clone(start), slices.Clone(startPi)
-	qa, pa := slices.Clone(q), slices.Clone(pi) // averages since the last restart
-	q0, p0 := slices.Clone(q), slices.Clone(pi) // iterate at the last restart
-	navg := 0
-	acc := make([]float64, nx)
-	accNew := make([]float64, nx)
-	sc := make([]float64, nt*ny)
-	buf := make([]float64, max(nx, ny))
-	scBuf := make([]float64, nt*ny)
-	accBuf := make([]float64, nx)
-	g.accuracy(q, acc)
+	r := &pdhgRun{g: g, nx: nx, nt: nt, ny: ny, tau: tau, omega: 1}
+	r.q, r.pi = slices.Clone(start), slices.Clone(startPi)
+	r.qa, r.pa = slices.Clone(r.q), slices.Clone(r.pi) // averages since the last restart
+	r.q0, r.p0 = slices.Clone(r.q), slices.Clone(r.pi) // iterate at the last restart
+	r.acc = make([]float64, nx)
+	r.accNew = make([]float64, nx)
+	r.sc = make([]float64, nt*ny)
+	r.buf = make([]float64, max(nx, ny))
+	r.scBuf = make([]float64, nt*ny)
+	r.accBuf = make([]float64, nx)
+	g.accuracy(r.q, r.acc)
 	// The restart schedule follows this run's own gap, from its starting point.
-	lastGap := upperBound(g, pi, scBuf) - lowerBound(g, q, accBuf)
-	prevGap := lastGap
-	const check = 32
-	for it := 1; it <= iters; it++ {
-		g.scores(pi, sc)
-		if it%8 == 1 {
-			cert.offerPrior(pi, upperFromScores(sc, nt, ny))
-		}
-		for t := range nt {
-			row := q[t*ny : (t+1)*ny]
-			st := omega * tau[t]
-			for y := range row {
-				row[y] += st * sc[t*ny+y]
-			}
-			projectSimplex(row, buf[:ny])
-		}
-		g.accuracy(q, accNew)
-		if it%8 == 1 {
-			lo := math.Inf(1)
-			for _, a := range accNew {
-				lo = min(lo, a)
-			}
-			cert.offerRule(q, lo)
-		}
-		sig := 1 / omega
-		for x := range nx {
-			pi[x] -= sig * (2*accNew[x] - acc[x])
-		}
-		projectSimplex(pi, buf[:nx])
-		acc, accNew = accNew, acc
-		// Running averages.
-		navg++
-		w := 1 / float64(navg)
-		for i := range q {
-			qa[i] += w * (q[i] - qa[i])
-		}
-		for i := range pi {
-			pa[i] += w * (pi[i] - pa[i])
-		}
-		if it%check != 0 {
-			continue
-		}
-		loA := lowerBound(g, qa, accBuf)
-		upA := upperBound(g, pa, scBuf)
-		cert.offerRule(qa, loA)
-		cert.offerPrior(pa, upA)
-		loC := lowerBound(g, q, accBuf)
-		upC := upperBound(g, pi, scBuf)
-		if cert.upper-cert.lower <= tol {
-			return
-		}
-		gapA, gapC := upA-loA, upC-loC
-		candGap := min(gapA, gapC)
-		if candGap <= 0.2*lastGap || (candGap <= 0.8*lastGap && candGap > prevGap) {
-			if gapA < gapC {
-				copy(q, qa)
-				copy(pi, pa)
-			}
-			// Primal weight update (PDLP, in this parametrization): ω ← exp(½ log(Δq/Δπ) + ½ log ω).
-			dq, dp := dist(q, q0), dist(pi, p0)
-			if dq > 1e-12 && dp > 1e-12 {
-				omega = math.Exp(0.5*math.Log(dq/dp) + 0.5*math.Log(omega))
-				omega = min(max(omega, 1e-4), 1e6)
-			}
-			copy(q0, q)
-			copy(p0, pi)
-			copy(qa, q)
-			copy(pa, pi)
-			navg = 0
-			g.accuracy(q, acc)
-			lastGap = candGap
-		}
-		prevGap = candGap
+	r.lastGap = upperBound(g, r.pi, r.scBuf) - lowerBound(g, r.q, r.accBuf)
+	r.prevGap = r.lastGap
+	return r
+}
+
+// step is iteration it: a projected ascent step of the rule on the prior's scores, a
+// projected descent step of the prior on the extrapolated accuracy 2·acc_new − acc, and
+// the running averages; every eighth iterate is offered to cert.
+func (r *pdhgRun) step(cert *certificate, it int) {
+	g, nx, nt, ny := r.g, r.nx, r.nt, r.ny
+	q, pi, sc := r.q, r.pi, r.sc
+	g.scores(pi, sc)
+	if it%8 == 1 {
+		cert.offerPrior(pi, upperFromScores(sc, nt, ny))
 	}
+	for t := range nt {
+		row := q[t*ny : (t+1)*ny]
+		st := r.omega * r.tau[t]
+		for y := range row {
+			row[y] += st * sc[t*ny+y]
+		}
+		projectSimplex(row, r.buf[:ny])
+	}
+	g.accuracy(q, r.accNew)
+	if it%8 == 1 {
+		lo := math.Inf(1)
+		for _, a := range r.accNew {
+			lo = min(lo, a)
+		}
+		cert.offerRule(q, lo)
+	}
+	sig := 1 / r.omega
+	for x := range nx {
+		pi[x] -= sig * (2*r.accNew[x] - r.acc[x])
+	}
+	projectSimplex(pi, r.buf[:nx])
+	r.acc, r.accNew = r.accNew, r.acc
+	// Running averages.
+	r.navg++
+	w := 1 / float64(r.navg)
+	for i := range q {
+		r.qa[i] += w * (q[i] - r.qa[i])
+	}
+	for i := range pi {
+		r.pa[i] += w * (pi[i] - r.pa[i])
+	}
+}
+
+// restart offers the averages to cert and reports whether its gap is within tol;
+// otherwise, when the better of the average's and the iterate's gap has fallen enough
+// (to 0.2 of the last restart's, or to 0.8 and no longer falling), it restarts from the
+// better of the two and updates the primal weight.
+func (r *pdhgRun) restart(cert *certificate, tol float64) bool {
+	g, q, pi := r.g, r.q, r.pi
+	loA := lowerBound(g, r.qa, r.accBuf)
+	upA := upperBound(g, r.pa, r.scBuf)
+	cert.offerRule(r.qa, loA)
+	cert.offerPrior(r.pa, upA)
+	loC := lowerBound(g, q, r.accBuf)
+	upC := upperBound(g, pi, r.scBuf)
+	if cert.upper-cert.lower <= tol {
+		return true
+	}
+	gapA, gapC := upA-loA, upC-loC
+	candGap := min(gapA, gapC)
+	if candGap <= 0.2*r.lastGap || (candGap <= 0.8*r.lastGap && candGap > r.prevGap) {
+		if gapA < gapC {
+			copy(q, r.qa)
+			copy(pi, r.pa)
+		}
+		// Primal weight update (PDLP, in this parametrization): ω ← exp(½ log(Δq/Δπ) + ½ log ω).
+		dq, dp := dist(q, r.q0), dist(pi, r.p0)
+		if dq > 1e-12 && dp > 1e-12 {
+			r.omega = math.Exp(0.5*math.Log(dq/dp) + 0.5*math.Log(r.omega))
+			r.omega = min(max(r.omega, 1e-4), 1e6)
+		}
+		copy(r.q0, q)
+		copy(r.p0, pi)
+		copy(r.qa, q)
+		copy(r.pa, pi)
+		r.navg = 0
+		g.accuracy(q, r.acc)
+		r.lastGap = candGap
+	}
+	r.prevGap = candGap
+	return false
 }
 
 func dist(a, b []float64) float64 {

@@ -39,101 +39,25 @@ type lpResult struct {
 	flips   int
 }
 
+// solve runs the simplex method for at most maxPivots pivots: choose the entering
+// column, run the ratio test, then flip its bound or pivot it into the basis.
 func (lp *boundedLP) solve(maxPivots int) lpResult {
-	m, n := lp.m, lp.n
-	w := n + m // columns: variables, then slacks
-	tab := make([]float64, m*w)
-	for r := range m {
-		copy(tab[r*w:r*w+n], lp.g[r*n:(r+1)*n])
-		tab[r*w+n+r] = 1
-	}
-	d := make([]float64, w) // reduced costs of the maximization
-	copy(d, lp.c)
-	upper := make([]float64, w)
-	copy(upper, lp.u)
-	for j := n; j < w; j++ {
-		upper[j] = math.Inf(1)
-	}
-	basis := make([]int, m)
-	xb := make([]float64, m)
-	isBasic := make([]int, w) // row+1 when basic, 0 when nonbasic
-	atUpper := make([]bool, w)
-	for r := range m {
-		basis[r] = n + r
-		xb[r] = lp.h[r]
-		isBasic[n+r] = r + 1
-	}
-	for j, up := range lp.start {
-		if !up {
-			continue
-		}
-		atUpper[j] = true
-		for r := range m {
-			xb[r] -= lp.g[r*n+j] * upper[j]
-		}
-	}
-	const (
-		dualTol  = 1e-13
-		pivotTol = 1e-11
-	)
+	s := newDenseSimplex(lp)
+	const dualTol = 1e-13
 	optimal := false
 	degenerate := 0
-	col := make([]float64, m)
-	var nz []int
 	pivots, flips := 0, 0
 	for ; pivots < maxPivots; pivots++ {
-		// Entering column.
-		dir := 0.0
-		enter := entering(w, func(j int) bool { return isBasic[j] != 0 }, d, atUpper, dualTol, degenerate > 50)
+		enter := entering(s.w, func(j int) bool { return s.isBasic[j] != 0 }, s.d, s.atUpper, dualTol, degenerate > 50)
 		if enter < 0 {
 			optimal = true
 			break
 		}
-		if atUpper[enter] {
+		dir := 1.0
+		if s.atUpper[enter] {
 			dir = -1
-		} else {
-			dir = 1
 		}
-		for r := range m {
-			col[r] = tab[r*w+enter]
-		}
-		// Ratio test (Harris's two passes): the entering variable moves by θ in
-		// direction dir and basic variable r by −dir·col[r]·θ. Pass 1 finds the
-		// largest step with every bound relaxed by feasTol; pass 2 picks, among the
-		// rows blocking within that step, the one with the largest |pivot|, which
-		// keeps the tableau well conditioned on degenerate programs.
-		const feasTol = 1e-12
-		limit := upper[enter]
-		for r := range m {
-			a := dir * col[r]
-			switch {
-			case a > pivotTol:
-				limit = min(limit, (max(xb[r], 0)+feasTol)/a)
-			case a < -pivotTol && !math.IsInf(upper[basis[r]], 1):
-				limit = min(limit, (max(upper[basis[r]]-xb[r], 0)+feasTol)/-a)
-			}
-		}
-		theta, leave, leaveUpper := upper[enter], -1, false
-		bestPivot := 0.0
-		for r := range m {
-			a := dir * col[r]
-			var t float64
-			var up bool
-			switch {
-			case a > pivotTol:
-				t = max(xb[r], 0) / a
-			case a < -pivotTol && !math.IsInf(upper[basis[r]], 1):
-				t, up = max(upper[basis[r]]-xb[r], 0)/-a, true
-			default:
-				continue
-			}
-			if t <= limit && math.Abs(a) > bestPivot {
-				theta, leave, leaveUpper, bestPivot = t, r, up, math.Abs(a)
-			}
-		}
-		if leave >= 0 && upper[enter] <= theta {
-			theta, leave = upper[enter], -1 // the bound flip comes first
-		}
+		theta, leave, leaveUpper := s.ratioTest(enter, dir)
 		if math.IsInf(theta, 1) {
 			break // unbounded: cannot happen for the callers' programs
 		}
@@ -142,54 +66,166 @@ func (lp *boundedLP) solve(maxPivots int) lpResult {
 		} else {
 			degenerate = 0
 		}
-		for r := range m {
-			xb[r] -= dir * col[r] * theta
+		for r := range s.m {
+			s.xb[r] -= dir * s.col[r] * theta
 		}
 		if leave < 0 { // bound flip
 			flips++
-			atUpper[enter] = !atUpper[enter]
+			s.atUpper[enter] = !s.atUpper[enter]
 			continue
 		}
-		enterValue := theta
-		if dir < 0 {
-			enterValue = upper[enter] - theta
+		s.pivot(enter, leave, dir, theta, leaveUpper)
+	}
+	return s.result(optimal, pivots, flips)
+}
+
+// denseSimplex is the state of boundedLP.solve: the m × (n + m) tableau (variables, then
+// slacks), the reduced costs d of the maximization, the bounds, the basis and the basic
+// values xb.
+type denseSimplex struct {
+	lp         *boundedLP
+	m, n, w    int
+	tab, d, xb []float64
+	upper      []float64
+	basis      []int
+	isBasic    []int // row+1 when basic, 0 when nonbasic
+	atUpper    []bool
+	col        []float64 // the entering column, filled by ratioTest
+	nz         []int     // scratch of eliminate
+}
+
+// newDenseSimplex sets up the slack basis, with the variables of lp.start at their upper
+// bounds.
+func newDenseSimplex(lp *boundedLP) *denseSimplex {
+	m, n := lp.m, lp.n
+	w := n + m
+	s := &denseSimplex{lp: lp, m: m, n: n, w: w, tab: make([]float64, m*w), d: make([]float64, w),
+		xb: make([]float64, m), upper: make([]float64, w), basis: make([]int, m), isBasic: make([]int, w),
+		atUpper: make([]bool, w), col: make([]float64, m)}
+	for r := range m {
+		copy(s.tab[r*w:r*w+n], lp.g[r*n:(r+1)*n])
+		s.tab[r*w+n+r] = 1
+	}
+	copy(s.d, lp.c)
+	copy(s.upper, lp.u)
+	for j := n; j < w; j++ {
+		s.upper[j] = math.Inf(1)
+	}
+	for r := range m {
+		s.basis[r] = n + r
+		s.xb[r] = lp.h[r]
+		s.isBasic[n+r] = r + 1
+	}
+	for j, up := range lp.start {
+		if !up {
+			continue
 		}
-		old := basis[leave]
-		isBasic[old] = 0
-		atUpper[old] = leaveUpper
-		basis[leave] = enter
-		isBasic[enter] = leave + 1
-		atUpper[enter] = false
-		xb[leave] = enterValue
-		// Gauss–Jordan elimination on the pivot element.
-		prow := tab[leave*w : (leave+1)*w]
-		inv := 1 / prow[enter]
-		for j := range prow {
-			prow[j] *= inv
-		}
-		prow[enter] = 1
-		eliminate(tab, w, m, leave, enter, prow, &nz)
-		if f := d[enter]; f != 0 {
-			for j, p := range prow {
-				if p != 0 {
-					d[j] -= f * p
-				}
-			}
-			d[enter] = 0
+		s.atUpper[j] = true
+		for r := range m {
+			s.xb[r] -= lp.g[r*n+j] * s.upper[j]
 		}
 	}
+	return s
+}
+
+// ratioTest (Harris's two passes) returns the step θ of the entering column, which moves
+// in direction dir while basic variable r moves by −dir·col[r]·θ, and the row that leaves
+// (−1 for a bound flip) and whether it leaves at its upper bound. Pass 1 finds the
+// largest step with every bound relaxed by feasTol; pass 2 picks, among the rows blocking
+// within that step, the one with the largest |pivot|, which keeps the tableau well
+// conditioned on degenerate programs. θ is +Inf when nothing blocks.
+func (s *denseSimplex) ratioTest(enter int, dir float64) (theta float64, leave int, leaveUpper bool) {
+	const (
+		pivotTol = 1e-11
+		feasTol  = 1e-12
+	)
+	m, w, xb, upper, basis, col := s.m, s.w, s.xb, s.upper, s.basis, s.col
+	for r := range m {
+		col[r] = s.tab[r*w+enter]
+	}
+	limit := upper[enter]
+	for r := range m {
+		a := dir * col[r]
+		switch {
+		case a > pivotTol:
+			limit = min(limit, (max(xb[r], 0)+feasTol)/a)
+		case a < -pivotTol && !math.IsInf(upper[basis[r]], 1):
+			limit = min(limit, (max(upper[basis[r]]-xb[r], 0)+feasTol)/-a)
+		}
+	}
+	theta, leave = upper[enter], -1
+	bestPivot := 0.0
+	for r := range m {
+		a := dir * col[r]
+		var t float64
+		var up bool
+		switch {
+		case a > pivotTol:
+			t = max(xb[r], 0) / a
+		case a < -pivotTol && !math.IsInf(upper[basis[r]], 1):
+			t, up = max(upper[basis[r]]-xb[r], 0)/-a, true
+		default:
+			continue
+		}
+		if t <= limit && math.Abs(a) > bestPivot {
+			theta, leave, leaveUpper, bestPivot = t, r, up, math.Abs(a)
+		}
+	}
+	if leave >= 0 && upper[enter] <= theta {
+		theta, leave = upper[enter], -1 // the bound flip comes first
+	}
+	return theta, leave, leaveUpper
+}
+
+// pivot brings column enter into the basis in place of row leave's variable (which
+// leaves at its upper bound if leaveUpper), after a step θ in direction dir: the basis
+// bookkeeping, then Gauss–Jordan elimination on the pivot element and the reduced costs.
+func (s *denseSimplex) pivot(enter, leave int, dir, theta float64, leaveUpper bool) {
+	enterValue := theta
+	if dir < 0 {
+		enterValue = s.upper[enter] - theta
+	}
+	old := s.basis[leave]
+	s.isBasic[old] = 0
+	s.atUpper[old] = leaveUpper
+	s.basis[leave] = enter
+	s.isBasic[enter] = leave + 1
+	s.atUpper[enter] = false
+	s.xb[leave] = enterValue
+	w := s.w
+	prow := s.tab[leave*w : (leave+1)*w]
+	inv := 1 / prow[enter]
+	for j := range prow {
+		prow[j] *= inv
+	}
+	prow[enter] = 1
+	eliminate(s.tab, w, s.m, leave, enter, prow, &s.nz)
+	if f := s.d[enter]; f != 0 {
+		for j, p := range prow {
+			if p != 0 {
+				s.d[j] -= f * p
+			}
+		}
+		s.d[enter] = 0
+	}
+}
+
+// result reads the basic solution: the variables (basic ones clamped to their bounds),
+// the value and the row duals.
+func (s *denseSimplex) result(optimal bool, pivots, flips int) lpResult {
+	m, n := s.m, s.n
 	res := lpResult{v: make([]float64, n), duals: make([]float64, m), optimal: optimal, pivots: pivots, flips: flips}
 	for j := range n {
 		switch {
-		case isBasic[j] != 0:
-			res.v[j] = min(max(xb[isBasic[j]-1], 0), upper[j])
-		case atUpper[j]:
-			res.v[j] = upper[j]
+		case s.isBasic[j] != 0:
+			res.v[j] = min(max(s.xb[s.isBasic[j]-1], 0), s.upper[j])
+		case s.atUpper[j]:
+			res.v[j] = s.upper[j]
 		}
-		res.value += lp.c[j] * res.v[j]
+		res.value += s.lp.c[j] * res.v[j]
 	}
 	for r := range m {
-		res.duals[r] = max(0, -d[n+r])
+		res.duals[r] = max(0, -s.d[n+r])
 	}
 	return res
 }

@@ -300,7 +300,10 @@ func liftRule(pr *Protocol, q0 []float64, ny int) []float64 {
 }
 
 // solveGame returns certified bounds on the value of g, with the rule and the prior;
-// warmQ and warmPi, when not nil, are a rule and a prior to start from.
+// warmQ and warmPi, when not nil, are a rule and a prior to start from. Small programs are
+// solved directly (solveDirect); larger ones go through the first-order stage
+// (firstOrder), the interior point stage where it applies (interiorStage), row and column
+// generation, and for two-symbol parties a final interior point run.
 func solveGame(g game, warmQ, warmPi []float64) certificate {
 	nx, nt, ny := g.size()
 	accBuf := make([]float64, nx)
@@ -318,79 +321,18 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 	if ny == 1 {
 		return cert
 	}
-	all := func(n int) []bool {
-		s := make([]bool, n)
-		for i := range s {
-			s[i] = true
-		}
-		return s
-	}
 	rows := nx
 	if ny > 2 {
 		rows += nt
 	}
 	if cols := 1 + nt*(ny-1) + rows; rows*cols <= maxDirectCells {
-		q, pi, ok := solveRestricted(g, all(nx), all(nt), bayesRule(g, cert.pi))
-		if ok {
-			offerCertified(g, &cert, q, pi, accBuf, scBuf)
-		}
-		if cert.upper-cert.lower > gapTol { // a nearly degenerate program: polish
-			polish(g, &cert)
-			finalize(g, &cert, accBuf, scBuf)
-		}
+		solveDirect(g, &cert, accBuf, scBuf)
 		return cert
 	}
-	// The Bayes rule of the uniform prior is often optimal (the parity) or close; its
-	// worst case may be poor (AND: always 0), but it is the better start for the
-	// first-order method.
-	bayes := bayesRule(g, cert.pi)
-	offerCertified(g, &cert, slices.Clone(bayes), slices.Clone(cert.pi), accBuf, scBuf)
-	if warmPi != nil && cert.upper-cert.lower > gapTol {
-		offerCertified(g, &cert, bayesRule(g, warmPi), slices.Clone(warmPi), accBuf, scBuf)
-	}
-	if warmQ != nil && cert.upper-cert.lower > gapTol {
-		offerCertified(g, &cert, warmQ, slices.Clone(cert.pi), accBuf, scBuf)
-	}
-	// Two first-order runs, from the uniform random rule and from the Bayes rule: the
-	// better start differs between functions (majority: Bayes; random tables: uniform).
-	if cert.upper-cert.lower > gapTol && nt <= pdhgMaxTranscripts {
-		uniform := make([]float64, nt*ny)
-		for i := range uniform {
-			uniform[i] = 1 / float64(ny)
-		}
-		flat := make([]float64, nx)
-		for x := range flat {
-			flat[x] = 1 / float64(nx)
-		}
-		pdhg(g, &cert, uniform, flat, pdhgIters, gapTol)
-		if cert.upper-cert.lower > gapTol {
-			pdhg(g, &cert, bayes, flat, pdhgIters, gapTol)
-		}
-	}
-	bayes = nil
-	// Two outputs, 4^k transcripts and few inputs: the interior point method with exact
-	// Newton solves first; its prior starts the generation near the optimum.
-	initCols := genInitCols
-	if kg, ok := g.(*kronGame); ok && !kg.binary && ny == 2 && nt > pdhgMaxTranscripts && cert.upper-cert.lower > gapTol {
-		if nx > ipmDirectMaxInputs {
-			// k ≥ 11: the restricted stage; when it certifies a gap below revealAccept,
-			// generation (capped rounds, each two passes over the 4^k transcripts)
-			// would not improve on it. Otherwise (AND, whose restricted programs stall
-			// early) generation runs as without the stage.
-			ipmReveal(kg, &cert, accBuf, scBuf)
-			if cert.upper-cert.lower <= revealAccept {
-				finalize(g, &cert, accBuf, scBuf)
-				return cert
-			}
-			// The stage's garbage (rule-sized vectors of 268 MB at k = 12) would
-			// otherwise still be on the heap when generation builds its tableau:
-			// AND of 12 at δ_i = 0.01 peaked at 3.6 GB without this collection,
-			// 3.1 GB with it.
-			runtime.GC()
-		} else {
-			ipmCertify(kg, &cert, accBuf, scBuf)
-			initCols = genIPMCols
-		}
+	firstOrder(g, &cert, warmQ, warmPi, accBuf, scBuf)
+	initCols, done := interiorStage(g, &cert, accBuf, scBuf)
+	if done {
+		return cert
 	}
 	if cert.upper-cert.lower > gapTol {
 		generate(g, &cert, initCols)
@@ -403,6 +345,92 @@ func solveGame(g game, warmQ, warmPi []float64) certificate {
 	// Recompute both bounds from the final rule and prior with the certified routines.
 	finalize(g, &cert, accBuf, scBuf)
 	return cert
+}
+
+// solveDirect solves a small program whole by the simplex method, from the Bayes rule of
+// the current prior, and polishes a nearly degenerate one.
+func solveDirect(g game, cert *certificate, accBuf, scBuf []float64) {
+	nx, nt, _ := g.size()
+	all := func(n int) []bool {
+		s := make([]bool, n)
+		for i := range s {
+			s[i] = true
+		}
+		return s
+	}
+	q, pi, ok := solveRestricted(g, all(nx), all(nt), bayesRule(g, cert.pi))
+	if ok {
+		offerCertified(g, cert, q, pi, accBuf, scBuf)
+	}
+	if cert.upper-cert.lower > gapTol { // a nearly degenerate program: polish
+		polish(g, cert)
+		finalize(g, cert, accBuf, scBuf)
+	}
+}
+
+// firstOrder offers the Bayes rule of the uniform prior and the warm start, then (up to
+// pdhgMaxTranscripts transcripts) runs the first-order method from the uniform random
+// rule and from that Bayes rule.
+func firstOrder(g game, cert *certificate, warmQ, warmPi, accBuf, scBuf []float64) {
+	nx, nt, ny := g.size()
+	// The Bayes rule of the uniform prior is often optimal (the parity) or close; its
+	// worst case may be poor (AND: always 0), but it is the better start for the
+	// first-order method.
+	bayes := bayesRule(g, cert.pi)
+	offerCertified(g, cert, slices.Clone(bayes), slices.Clone(cert.pi), accBuf, scBuf)
+	if warmPi != nil && cert.upper-cert.lower > gapTol {
+		offerCertified(g, cert, bayesRule(g, warmPi), slices.Clone(warmPi), accBuf, scBuf)
+	}
+	if warmQ != nil && cert.upper-cert.lower > gapTol {
+		offerCertified(g, cert, warmQ, slices.Clone(cert.pi), accBuf, scBuf)
+	}
+	// Two first-order runs, from the uniform random rule and from the Bayes rule: the
+	// better start differs between functions (majority: Bayes; random tables: uniform).
+	if cert.upper-cert.lower > gapTol && nt <= pdhgMaxTranscripts {
+		uniform := make([]float64, nt*ny)
+		for i := range uniform {
+			uniform[i] = 1 / float64(ny)
+		}
+		flat := make([]float64, nx)
+		for x := range flat {
+			flat[x] = 1 / float64(nx)
+		}
+		pdhg(g, cert, uniform, flat, pdhgIters, gapTol)
+		if cert.upper-cert.lower > gapTol {
+			pdhg(g, cert, bayes, flat, pdhgIters, gapTol)
+		}
+	}
+}
+
+// interiorStage runs the interior point method on programs with two outputs and 4^k
+// transcripts, before generation: with exact Newton solves for few inputs (its prior
+// starts the generation near the optimum: genIPMCols columns), the restricted stage for
+// k ≥ 11. It returns the columns generation starts with, and done when the certificate
+// is final.
+func interiorStage(g game, cert *certificate, accBuf, scBuf []float64) (initCols int, done bool) {
+	nx, nt, ny := g.size()
+	kg, ok := g.(*kronGame)
+	if !ok || kg.binary || ny != 2 || nt <= pdhgMaxTranscripts || cert.upper-cert.lower <= gapTol {
+		return genInitCols, false
+	}
+	if nx <= ipmDirectMaxInputs {
+		ipmCertify(kg, cert, accBuf, scBuf)
+		return genIPMCols, false
+	}
+	// k ≥ 11: the restricted stage; when it certifies a gap below revealAccept,
+	// generation (capped rounds, each two passes over the 4^k transcripts) would not
+	// improve on it. Otherwise (AND, whose restricted programs stall early) generation
+	// runs as without the stage.
+	ipmReveal(kg, cert, accBuf, scBuf)
+	if cert.upper-cert.lower <= revealAccept {
+		finalize(g, cert, accBuf, scBuf)
+		return genInitCols, true
+	}
+	// The stage's garbage (rule-sized vectors of 268 MB at k = 12) would otherwise still
+	// be on the heap when generation builds its tableau: AND of 12 at δ_i = 0.01 peaked
+	// at 3.6 GB without this collection, 3.1 GB with it.
+	runtime.GC()
+	return genInitCols, false
 }
 
 // bayesRule returns the deterministic Bayes rule for the prior pi (KOV eq. 13 with
@@ -497,7 +525,42 @@ func solveRestricted(g game, S, F []bool, fixed []float64) (q, pi []float64, ok 
 	if m*(n+m) > maxPolishCells || len(xs) == 0 {
 		return nil, nil, false
 	}
-	// c_x from the fixed part of the rule.
+	lp := restrictedLP(g, xs, ts, fixed, m, n)
+	scale := lp.scale(len(xs))
+	// Start from the fixed rule where it is deterministic (Q(τ, y) = 1 at its upper
+	// bound), so that few constraints start degenerate.
+	lp.start = make([]bool, n)
+	for j, t := range ts {
+		for y := 1; y < ny; y++ {
+			if fixed[t*ny+y] == 1 {
+				lp.start[1+j*(ny-1)+y-1] = true
+			}
+		}
+	}
+	// At most 50 (m + n) pivots and about 4·10⁹ tableau updates (a few seconds).
+	res := lp.solve(min(50*(m+n), 1+4_000_000_000/(m*(n+m))))
+	q = slices.Clone(fixed)
+	for j, t := range ts {
+		row := q[t*ny : (t+1)*ny]
+		rest := 1.0
+		for y := 1; y < ny; y++ {
+			v := res.v[1+j*(ny-1)+y-1] / scale[1+j*(ny-1)+y-1]
+			row[y] = v
+			rest -= v
+		}
+		row[0] = max(0, rest)
+	}
+	pi = make([]float64, nx)
+	for r, x := range xs {
+		pi[x] = res.duals[r]
+	}
+	return q, pi, true
+}
+
+// restrictedLP returns solveRestricted's program (m rows, n columns, unscaled) for the
+// inputs xs and free transcripts ts, with c_x from the fixed part of the rule.
+func restrictedLP(g game, xs, ts []int, fixed []float64, m, n int) *boundedLP {
+	nx, _, ny := g.size()
 	qf := slices.Clone(fixed)
 	for _, t := range ts {
 		clear(qf[t*ny : (t+1)*ny])
@@ -540,12 +603,18 @@ func solveRestricted(g game, S, F []bool, fixed []float64) (q, pi []float64, ok 
 			lp.h[r] = 1
 		}
 	}
-	// Column scaling: v' = s_j v with s_j the largest |entry| of column j in the input
-	// rows; then each transcript row is scaled to a largest entry of 1.
+	return lp
+}
+
+// scale scales the columns of lp: v' = s_j v with s_j the largest |entry| of column j in
+// the first inputs rows (the bounds become s_j); then each later (transcript) row is
+// scaled to a largest entry of 1. It returns s (s_0 = 0: column 0 is not scaled).
+func (lp *boundedLP) scale(inputs int) []float64 {
+	m, n := lp.m, lp.n
 	scale := make([]float64, n)
 	for j := 1; j < n; j++ {
 		s := 0.0
-		for r := range len(xs) {
+		for r := range inputs {
 			s = max(s, math.Abs(lp.g[r*n+j]))
 		}
 		if s == 0 {
@@ -557,7 +626,7 @@ func solveRestricted(g game, S, F []bool, fixed []float64) (q, pi []float64, ok 
 		}
 		lp.u[j] = s
 	}
-	for r := len(xs); r < m; r++ {
+	for r := inputs; r < m; r++ {
 		row := lp.g[r*n : (r+1)*n]
 		s := 0.0
 		for _, v := range row {
@@ -568,34 +637,7 @@ func solveRestricted(g game, S, F []bool, fixed []float64) (q, pi []float64, ok 
 		}
 		lp.h[r] /= s
 	}
-	// Start from the fixed rule where it is deterministic (Q(τ, y) = 1 at its upper
-	// bound), so that few constraints start degenerate.
-	lp.start = make([]bool, n)
-	for j, t := range ts {
-		for y := 1; y < ny; y++ {
-			if fixed[t*ny+y] == 1 {
-				lp.start[1+j*(ny-1)+y-1] = true
-			}
-		}
-	}
-	// At most 50 (m + n) pivots and about 4·10⁹ tableau updates (a few seconds).
-	res := lp.solve(min(50*(m+n), 1+4_000_000_000/(m*(n+m))))
-	q = slices.Clone(fixed)
-	for j, t := range ts {
-		row := q[t*ny : (t+1)*ny]
-		rest := 1.0
-		for y := 1; y < ny; y++ {
-			v := res.v[1+j*(ny-1)+y-1] / scale[1+j*(ny-1)+y-1]
-			row[y] = v
-			rest -= v
-		}
-		row[0] = max(0, rest)
-	}
-	pi = make([]float64, nx)
-	for r, x := range xs {
-		pi[x] = res.duals[r]
-	}
-	return q, pi, true
+	return scale
 }
 
 // polish improves the certificate of a small, nearly degenerate program by an
