@@ -24,6 +24,6 @@
 //
 // Transcript symbols follow eq. (16): party i broadcasts 0 ("my bit is 0", revealed with
 // probability δ_i), 1 (a noisy 0), 2 (a noisy 1) or 3 ("my bit is 1", revealed). The
-// thesis's printing of the same protocol, eq. (4.8), has a wrong case label (docs/
+// thesis's printing of the same protocol, eq. (4.8), has two wrong case labels (docs/
 // errata.md, thesis item 4); KOV's eq. (16) is correct.
 package multiparty

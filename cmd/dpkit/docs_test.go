@@ -55,7 +55,7 @@ func consoleExamples(t *testing.T, doc string) []consoleExample {
 			i++
 			want = append(want, lines[i])
 		}
-		fields := strings.Fields(cmd)
+		fields := shellFields(cmd)
 		switch {
 		case len(fields) > 1 && fields[0] == "dpkit":
 			fields = fields[1:]
@@ -68,6 +68,34 @@ func consoleExamples(t *testing.T, doc string) []consoleExample {
 			continue // a server, or an input file the document only shows
 		}
 		out = append(out, consoleExample{line: start, args: fields, want: want})
+	}
+	return out
+}
+
+// shellFields splits a command line into words as a shell would for the documents'
+// examples: at spaces, except inside double quotes, which are removed ("0.6,0.4|0.3,0.7"
+// is one word, without its quotes).
+func shellFields(cmd string) []string {
+	var out []string
+	var word strings.Builder
+	inWord, quoted := false, false
+	for _, r := range cmd {
+		switch {
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case (r == ' ' || r == '\t') && !quoted:
+			if inWord {
+				out = append(out, word.String())
+				word.Reset()
+			}
+			inWord = false
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, word.String())
 	}
 	return out
 }

@@ -21,6 +21,14 @@ eps = 0); right: two parties of two bits, f = their Hamming distance, accuracy
 2 - |d - d_hat| (1.5 at eps = 0; docs/errata.md, thesis item 6) -- over a grid of eps;
 and a majority of three with a skewed prior and delta > 0, and the Hamming measure with
 delta > 0.
+
+The thesis's Fig. 4.1 (section 4.3): the error region of one party's randomized response
+(4.8) equals R(eps, delta).  For each (eps, delta) in FIG41 ("fig41" in the file) the
+lower-left boundary of the pair's error region is computed from its two output
+distributions: the tests accepting H0 on the k outputs of largest P0/P1 give the points
+(P_MD, P_FA) = (P1(A_k), P0(outside A_k)); the vertices strictly inside the axes are kept.
+They are compared in the Go test with region.Boundary's closed form and with
+region.Pair.Region of the protocol's own probabilities.
 """
 
 import itertools
@@ -81,6 +89,36 @@ zero_one = lambda y, a: mpf(1) if y == a else mpf(0)
 hamming_measure = lambda y, a: mpf(2) - abs(y - a)
 
 
+FIG41 = [("1.0986122886681098", "0.1"), ("1", "0"), ("0.5", "0.3"), ("2", "0.001"), ("0", "0.2")]
+
+
+def rr_pair(eps, delta):
+    """(P0, P1) over the outputs 0 (revealed 0), 1 (noisy 0), 2 (noisy 1), 3 (revealed 1)."""
+    return ([sym_prob(s, 0, eps, delta) for s in range(4)], [sym_prob(s, 1, eps, delta) for s in range(4)])
+
+
+def fig41(eps, delta):
+    p0, p1 = rr_pair(eps, delta)
+    inf = mpf("inf")
+    order = sorted(range(4), key=lambda s: -(p0[s] / p1[s] if p1[s] > 0 else inf if p0[s] > 0 else 0))
+    pts = []
+    for k in range(5):
+        inside, outside = order[:k], order[k:]
+        pts.append((sum((p1[s] for s in inside), mpf(0)), sum((p0[s] for s in outside), mpf(0))))
+    # drop the axis segments' inner points: keep the last point with MD = 0 and the first
+    # with FA = 0, and merge points on one line (equal ratios: eps = 0)
+    first = max(i for i, (m, _) in enumerate(pts) if m == 0)
+    last = min(i for i, (_, f) in enumerate(pts) if f == 0)
+    chain = pts[first:last + 1]
+    out = [chain[0]]
+    for i in range(1, len(chain) - 1):
+        (m0, f0), (m1, f1), (m2, f2) = out[-1], chain[i], chain[i + 1]
+        if (m1 - m0) * (f2 - f0) - (m2 - m0) * (f1 - f0) != 0:
+            out.append(chain[i])
+    out.append(chain[-1])
+    return [[nstr(m, SIG), nstr(f, SIG)] for m, f in out]
+
+
 def main():
     cases = []
     uniform = lambda n: [mpf(1) / 2 ** n] * 2 ** n
@@ -101,9 +139,12 @@ def main():
     v = accuracy([(mpf(1), mpf(0.2))] * 4, hamming2, 3, uniform(4), hamming_measure)
     cases.append({"name": "hamming-delta", "bits": [2, 2], "eps": [1.0, 1.0], "delta": [0.2, 0.2],
                   "table": table(hamming2, 4), "measure": "hamming", "prior": None, "want": nstr(v, SIG)})
+    figs = [{"eps": e, "delta": d, "vertices": fig41(mpf(e), mpf(d))} for e, d in FIG41]
     with open(os.path.join(HERE, "reference.json"), "w") as fh:
         fh.write('{"generator": "multiparty/testdata/gen_reference.py", "precision_digits": 40,\n "cases": [\n')
         fh.write(",\n".join("  " + json.dumps(c, sort_keys=True) for c in cases))
+        fh.write("\n ],\n \"fig41\": [\n")
+        fh.write(",\n".join("  " + json.dumps(c, sort_keys=True) for c in figs))
         fh.write("\n ]}\n")
 
 
