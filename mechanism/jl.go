@@ -15,8 +15,8 @@ import (
 type JLCutOptions struct {
 	Epsilon float64 `json:"epsilon"` // required: total ε of the release, > 0
 	Delta   float64 `json:"delta"`   // required: total δ of the release, in (0, 1)
-	Eta     float64 `json:"eta"`     // required: multiplicative error η of a cut, in (0, 1)
-	Nu      float64 `json:"nu"`      // required: failure probability ν of one cut query, in (0, 1)
+	Eta     float64 `json:"eta"`     // required: multiplicative error η of an answer, in (0, 1)
+	Nu      float64 `json:"nu"`      // required: failure probability ν of one query, in (0, 1)
 }
 
 func (JLCutOptions) kind() string                { return "jl_cut" }
@@ -76,8 +76,10 @@ func NewJLCut(o JLCutOptions) (*JLCut, error) {
 	return m, nil
 }
 
-// jlRows is what the Johnson–Lindenstrauss mechanisms share: r rows, each (ε0, δ0)-DP.
+// jlRows is what the Johnson–Lindenstrauss mechanisms share: the total budget, and r
+// rows, each (ε0, δ0)-DP.
 type jlRows struct {
+	total        dpkit.Budget
 	r            int64
 	eps0, delta0 float64
 }
@@ -103,7 +105,7 @@ func newJLRows(eps, delta, eta, nu float64) (jlRows, error) {
 	if r > 1<<22 {
 		return jlRows{}, perr("eta", eta, fmt.Sprintf("large enough that r = ⌈8 ln(2/ν)/η²⌉ ≤ 2^22 rows (got %g)", r))
 	}
-	rows := jlRows{r: int64(r), delta0: delta / (2 * r)}
+	rows := jlRows{total: dpkit.Budget{Epsilon: eps, Delta: delta}, r: int64(r), delta0: delta / (2 * r)}
 	eps0, err := compose.MaxEpsilonPerQuery(rows.r, rows.delta0, dpkit.Budget{Epsilon: eps, Delta: delta})
 	if err != nil {
 		return jlRows{}, err
@@ -129,23 +131,20 @@ func newJLRows(eps, delta, eta, nu float64) (jlRows, error) {
 	}
 }
 
-// items returns the rows as r (ε0, δ0) pairs for the accounting core.
-func (j jlRows) items() []pld.Item {
-	return []pld.Item{{Mechanism: pld.EpsilonDelta{Epsilon: j.eps0, Delta: j.delta0}, Count: j.r}}
-}
-
 // Guarantee returns the total (ε, δ).
-func (m *JLCut) Guarantee() dpkit.Budget { return dpkit.Budget{Epsilon: m.o.Epsilon, Delta: m.o.Delta} }
+func (j jlRows) Guarantee() dpkit.Budget { return j.total }
 
 // PLD returns the canonical pair of the total (ε, δ) (KOV Thm 2.4); PLDItems is the
 // tighter description by rows.
-func (m *JLCut) PLD() (pld.Mechanism, error) {
-	return pld.EpsilonDelta{Epsilon: m.o.Epsilon, Delta: m.o.Delta}, nil
+func (j jlRows) PLD() (pld.Mechanism, error) {
+	return pld.EpsilonDelta{Epsilon: j.total.Epsilon, Delta: j.total.Delta}, nil
 }
 
 // PLDItems returns the release as r rows, each an (ε0, δ0) pair, for the accounting core
 // (the composition KOV App. C.1 applies).
-func (m *JLCut) PLDItems() []pld.Item { return m.items() }
+func (j jlRows) PLDItems() []pld.Item {
+	return []pld.Item{{Mechanism: pld.EpsilonDelta{Epsilon: j.eps0, Delta: j.delta0}, Count: j.r}}
+}
 
 // Descriptor returns {"kind":"jl_cut","version":1,"epsilon":…,"delta":…,"eta":…,"nu":…}.
 func (m *JLCut) Descriptor() Descriptor { return Describe(m.o) }

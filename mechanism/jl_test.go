@@ -133,20 +133,25 @@ func TestJLCutRelease(t *testing.T) {
 	}
 }
 
-// TestJLCutErrors: bad options and graphs are refused by name.
+// TestJLCutErrors: bad options (for both JL mechanisms, which share their validation)
+// and graphs are refused by name.
 func TestJLCutErrors(t *testing.T) {
 	for _, c := range []struct {
 		o    JLCutOptions
 		name string
 	}{
 		{JLCutOptions{0, 0.1, 0.1, 0.1}, "epsilon"}, {JLCutOptions{1, 0, 0.1, 0.1}, "delta"},
+		{JLCutOptions{1, 1, 0.1, 0.1}, "delta"}, {JLCutOptions{1, 0.1, 0, 0.1}, "eta"},
 		{JLCutOptions{1, 0.1, 1, 0.1}, "eta"}, {JLCutOptions{1, 0.1, 0.1, math.NaN()}, "nu"},
-		{JLCutOptions{1, 0.1, 1e-7, 0.1}, "eta"},
+		{JLCutOptions{1, 0.1, 0.1, 1}, "nu"}, {JLCutOptions{1, 0.1, 1e-7, 0.1}, "eta"},
 	} {
 		_, err := NewJLCut(c.o)
-		var pe *dpkit.ParamError
-		if !errors.As(err, &pe) || pe.Name != c.name {
-			t.Errorf("%+v: %v, want an error naming %s", c.o, err, c.name)
+		_, errV := NewJLVariance(JLVarianceOptions(c.o))
+		for _, e := range []error{err, errV} {
+			var pe *dpkit.ParamError
+			if !errors.As(e, &pe) || pe.Name != c.name || pe.Pkg != "mechanism" {
+				t.Errorf("%+v: %v, want an error naming %s", c.o, e, c.name)
+			}
 		}
 	}
 	m, _ := NewJLCut(JLCutOptions{Epsilon: 1, Delta: 1e-6, Eta: 0.1, Nu: 0.05})
@@ -159,33 +164,44 @@ func TestJLCutErrors(t *testing.T) {
 	}
 }
 
-// FuzzJLCut: any options either give a named error or a mechanism whose r matches
-// ⌈8 ln(2/ν)/η²⌉ and whose rows compose within the budget (compose's certified exact
-// composition, an independent path from the bisection that chose ε0).
+// FuzzJLCut: any options either give a named error or a mechanism whose rows pass
+// checkJLRows and whose weight is positive.
 func FuzzJLCut(f *testing.F) {
 	f.Add(1.0, 1e-6, 0.1, 0.05)
 	f.Add(50.0, 0.1, 0.5, 0.1)
 	f.Add(1e-9, 0.5, 0.99, 0.99)
 	f.Add(1e300, 1e-300, 0.001, 1e-300)
 	f.Fuzz(func(t *testing.T, eps, delta, eta, nu float64) {
-		o := JLCutOptions{Epsilon: eps, Delta: delta, Eta: eta, Nu: nu}
-		m, err := NewJLCut(o)
-		if err != nil {
-			var pe *dpkit.ParamError
-			if !errors.As(err, &pe) && !errors.Is(err, dpkit.ErrInfeasible) {
-				t.Fatalf("%+v: %v is neither a ParamError nor infeasible", o, err)
-			}
-			return
-		}
-		if r := math.Ceil(8 * math.Log(2/nu) / (eta * eta)); float64(m.Rows()) != r {
-			t.Fatalf("%+v: r = %d, want %g", o, m.Rows(), r)
-		}
-		got, err := compose.Epsilon([]compose.Mech{{Epsilon: m.RowEpsilon(), Delta: m.RowDelta(), Count: m.Rows()}}, delta, nil)
-		if err != nil || got.Epsilon > eps {
-			t.Fatalf("%+v: rows compose to ε = %v (%v)", o, got.Epsilon, err)
-		}
-		if !(m.Weight() > 0) {
-			t.Fatalf("%+v: w = %g", o, m.Weight())
+		m, err := NewJLCut(JLCutOptions{Epsilon: eps, Delta: delta, Eta: eta, Nu: nu})
+		if checkJLRows(t, eps, delta, eta, nu, m, err) && !(m.Weight() > 0) {
+			t.Fatalf("(%g, %g, %g, %g): w = %g", eps, delta, eta, nu, m.Weight())
 		}
 	})
+}
+
+// checkJLRows is the fuzz targets' check of a JL mechanism built from (ε, δ, η, ν): err
+// is a ParamError or infeasible (then it returns false), or r = ⌈8 ln(2/ν)/η²⌉ and the
+// rows compose within the budget by compose's certified exact composition, an
+// independent path from the bisection that chose ε0.
+func checkJLRows(t *testing.T, eps, delta, eta, nu float64, m interface {
+	Rows() int64
+	RowEpsilon() float64
+	RowDelta() float64
+}, err error) bool {
+	t.Helper()
+	if err != nil {
+		var pe *dpkit.ParamError
+		if !errors.As(err, &pe) && !errors.Is(err, dpkit.ErrInfeasible) {
+			t.Fatalf("(%g, %g, %g, %g): %v is neither a ParamError nor infeasible", eps, delta, eta, nu, err)
+		}
+		return false
+	}
+	if r := math.Ceil(8 * math.Log(2/nu) / (eta * eta)); float64(m.Rows()) != r {
+		t.Fatalf("(%g, %g, %g, %g): r = %d, want %g", eps, delta, eta, nu, m.Rows(), r)
+	}
+	got, err := compose.Epsilon([]compose.Mech{{Epsilon: m.RowEpsilon(), Delta: m.RowDelta(), Count: m.Rows()}}, delta, nil)
+	if err != nil || got.Epsilon > eps {
+		t.Fatalf("(%g, %g, %g, %g): rows compose to ε = %v (%v)", eps, delta, eta, nu, got.Epsilon, err)
+	}
+	return true
 }

@@ -11,13 +11,8 @@ import (
 )
 
 // JLVarianceOptions configures the Johnson–Lindenstrauss mechanism for the variance
-// queries of a matrix.
-type JLVarianceOptions struct {
-	Epsilon float64 `json:"epsilon"` // required: total ε of the release, > 0
-	Delta   float64 `json:"delta"`   // required: total δ of the release, in (0, 1)
-	Eta     float64 `json:"eta"`     // required: multiplicative error η of a variance, in (0, 1)
-	Nu      float64 `json:"nu"`      // required: failure probability ν of one variance query, in (0, 1)
-}
+// queries of a matrix: the fields of JLCutOptions (total ε and δ, η and ν of a variance).
+type JLVarianceOptions JLCutOptions
 
 func (JLVarianceOptions) kind() string                { return "jl_variance" }
 func (o JLVarianceOptions) build() (Mechanism, error) { return NewJLVariance(o) }
@@ -92,20 +87,6 @@ func NewJLVariance(o JLVarianceOptions) (*JLVariance, error) {
 	}
 	return &JLVariance{o: o, jlRows: rows, w: w}, nil
 }
-
-// Guarantee returns the total (ε, δ).
-func (m *JLVariance) Guarantee() dpkit.Budget {
-	return dpkit.Budget{Epsilon: m.o.Epsilon, Delta: m.o.Delta}
-}
-
-// PLD returns the canonical pair of the total (ε, δ) (KOV Thm 2.4); PLDItems is the
-// tighter description by rows.
-func (m *JLVariance) PLD() (pld.Mechanism, error) {
-	return pld.EpsilonDelta{Epsilon: m.o.Epsilon, Delta: m.o.Delta}, nil
-}
-
-// PLDItems returns the release as r rows, each an (ε0, δ0) pair, for the accounting core.
-func (m *JLVariance) PLDItems() []pld.Item { return m.items() }
 
 // Descriptor returns {"kind":"jl_variance","version":1,"epsilon":…,"delta":…,"eta":…,"nu":…}.
 func (m *JLVariance) Descriptor() Descriptor { return Describe(m.o) }

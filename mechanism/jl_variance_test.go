@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/dpkit/dpkit"
-	"github.com/dpkit/dpkit/compose"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/pld"
 )
@@ -92,9 +91,9 @@ func TestJLVarianceRowBoundTight(t *testing.T) {
 	}
 }
 
-// TestJLVarianceParameters: r = ⌈8 ln(2/ν)/η²⌉, δ0 = δ/(2r), ε0 the largest per-row ε
-// whose r-fold composition meets the budget (compose's certified curve; ε0·(1 + 1e-9)
-// does not), w the smallest weight for (ε0, δ0), and the rows as PLD items. At ε = 1,
+// TestJLVarianceParameters: the rows (r, ε0, δ0, the PLD items) are JLCut's for the same
+// options (TestJLCutParameters checks them against compose), and w is the smallest weight
+// for (ε0, δ0) (w·(1 − 2e-6) does not meet δ0 by the same sum). At ε = 1,
 // δ = 1e-6, η = 0.1, ν = 0.05 (docs/mechanisms.md): r = 2952, ε0 = 0.0042183 and
 // w = 2910.70, 0.05% above the reference's 2909.230 — 7.56 times below the cut
 // mechanism's w = 4 ln(2/δ0)/ε0 = 21992 for the same rows.
@@ -104,27 +103,18 @@ func TestJLVarianceParameters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := math.Ceil(8 * math.Log(2/c.Nu) / (c.Eta * c.Eta))
-		if float64(m.Rows()) != r || m.RowDelta() != c.Delta/(2*r) {
-			t.Errorf("%+v: r = %d, δ0 = %g", c, m.Rows(), m.RowDelta())
+		cut, err := NewJLCut(JLCutOptions(c))
+		if err != nil {
+			t.Fatal(err)
 		}
-		got, err := compose.Epsilon([]compose.Mech{{Epsilon: m.RowEpsilon(), Delta: m.RowDelta(), Count: m.Rows()}}, c.Delta, nil)
-		if err != nil || got.Epsilon > c.Epsilon {
-			t.Errorf("%+v: r rows compose to ε = %v (%v)", c, got.Epsilon, err)
-		}
-		more, _ := compose.Epsilon([]compose.Mech{{Epsilon: m.RowEpsilon() * (1 + 1e-9), Delta: m.RowDelta(), Count: m.Rows()}}, c.Delta, nil)
-		if more.Epsilon <= c.Epsilon {
-			t.Errorf("%+v: ε0·(1 + 1e-9) still meets the budget (%v)", c, more.Epsilon)
+		if m.jlRows != cut.jlRows || !slices.Equal(m.PLDItems(), cut.PLDItems()) || m.Guarantee() != (dpkit.Budget{Epsilon: c.Epsilon, Delta: c.Delta}) {
+			t.Errorf("%+v: rows %+v, JLCut's %+v", c, m.jlRows, cut.jlRows)
 		}
 		if d := jlRowDelta(m.RowEpsilon(), m.Weight(), m.RowDelta()); d > m.RowDelta() {
 			t.Errorf("%+v: a row's δ at w = %g is %g > δ0 = %g", c, m.Weight(), d, m.RowDelta())
 		}
 		if d := jlRowDelta(m.RowEpsilon(), m.Weight()*(1-2e-6), m.RowDelta()); d <= m.RowDelta() {
 			t.Errorf("%+v: w·(1 − 2e-6) still meets δ0", c)
-		}
-		items := m.PLDItems()
-		if len(items) != 1 || items[0].Count != m.Rows() || items[0].Mechanism != (pld.EpsilonDelta{Epsilon: m.RowEpsilon(), Delta: m.RowDelta()}) {
-			t.Errorf("%+v: PLD items %v", c, items)
 		}
 		if c.Epsilon == 1 && (m.Rows() != 2952 || relErr(m.RowEpsilon(), 0.0042183) > 1e-4 || relErr(m.Weight(), 2910.70) > 2e-6 ||
 			relErr(m.Weight(), 2909.2302596) > 6e-4 || math.Abs(4*math.Log(2/m.RowDelta())/m.RowEpsilon()/m.Weight()-7.556) > 1e-3) {
@@ -232,22 +222,9 @@ func TestJLVarianceRelease(t *testing.T) {
 	}
 }
 
-// TestJLVarianceErrors: bad options, matrices and directions are refused by name.
+// TestJLVarianceErrors: bad matrices and directions are refused by name (bad options:
+// TestJLCutErrors).
 func TestJLVarianceErrors(t *testing.T) {
-	for _, c := range []struct {
-		o    JLVarianceOptions
-		name string
-	}{
-		{JLVarianceOptions{0, 0.1, 0.1, 0.1}, "epsilon"}, {JLVarianceOptions{1, 1, 0.1, 0.1}, "delta"},
-		{JLVarianceOptions{1, 0.1, 0, 0.1}, "eta"}, {JLVarianceOptions{1, 0.1, 0.1, 1}, "nu"},
-		{JLVarianceOptions{1, 0.1, 1e-7, 0.1}, "eta"},
-	} {
-		_, err := NewJLVariance(c.o)
-		var pe *dpkit.ParamError
-		if !errors.As(err, &pe) || pe.Name != c.name || pe.Pkg != "mechanism" {
-			t.Errorf("%+v: %v, want an error naming %s", c.o, err, c.name)
-		}
-	}
 	m, _ := NewJLVariance(JLVarianceOptions{Epsilon: 50, Delta: 0.1, Eta: 0.5, Nu: 0.1})
 	for _, c := range []struct {
 		rows [][]float64
@@ -365,33 +342,20 @@ func TestJLVarianceEmpiricalPrivacy(t *testing.T) {
 	}
 }
 
-// FuzzJLVariance: any options either give a named error or a mechanism whose r matches
-// ⌈8 ln(2/ν)/η²⌉, whose rows compose within the budget (compose's certified exact
-// composition) and whose weight meets δ0 by the certified per-row sum.
+// FuzzJLVariance: any options either give a named error or a mechanism whose rows pass
+// checkJLRows and whose weight meets δ0 by the certified per-row sum.
 func FuzzJLVariance(f *testing.F) {
 	f.Add(1.0, 1e-6, 0.1, 0.05)
 	f.Add(50.0, 0.1, 0.5, 0.1)
 	f.Add(1e-9, 0.5, 0.99, 0.99)
 	f.Add(1e300, 1e-300, 0.5, 1e-300)
 	f.Fuzz(func(t *testing.T, eps, delta, eta, nu float64) {
-		o := JLVarianceOptions{Epsilon: eps, Delta: delta, Eta: eta, Nu: nu}
-		m, err := NewJLVariance(o)
-		if err != nil {
-			var pe *dpkit.ParamError
-			if !errors.As(err, &pe) && !errors.Is(err, dpkit.ErrInfeasible) {
-				t.Fatalf("%+v: %v is neither a ParamError nor infeasible", o, err)
-			}
+		m, err := NewJLVariance(JLVarianceOptions{Epsilon: eps, Delta: delta, Eta: eta, Nu: nu})
+		if !checkJLRows(t, eps, delta, eta, nu, m, err) {
 			return
 		}
-		if r := math.Ceil(8 * math.Log(2/nu) / (eta * eta)); float64(m.Rows()) != r {
-			t.Fatalf("%+v: r = %d, want %g", o, m.Rows(), r)
-		}
-		got, err := compose.Epsilon([]compose.Mech{{Epsilon: m.RowEpsilon(), Delta: m.RowDelta(), Count: m.Rows()}}, delta, nil)
-		if err != nil || got.Epsilon > eps {
-			t.Fatalf("%+v: rows compose to ε = %v (%v)", o, got.Epsilon, err)
-		}
 		if w := m.Weight(); !(w > 0) || math.IsInf(w, 0) || jlRowDelta(m.RowEpsilon(), w, m.RowDelta()) > m.RowDelta() {
-			t.Fatalf("%+v: w = %g does not meet δ0 = %g", o, w, m.RowDelta())
+			t.Fatalf("(%g, %g, %g, %g): w = %g does not meet δ0 = %g", eps, delta, eta, nu, w, m.RowDelta())
 		}
 	})
 }

@@ -66,9 +66,14 @@ func (m Staircase) Masses() (lo, mid, hi float64) {
 }
 
 func (m Staircase) specs() []spec {
-	e := m.Epsilon
 	lo, mid, hi := m.Masses()
-	sp := newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, 8*u)
+	return threeLossSpecs(m.Epsilon, lo, mid, hi, 8*u)
+}
+
+// threeLossSpecs returns the symmetric pair whose loss takes the values −ε, 0, ε with
+// P-masses lo, mid, hi (Q has the outer two swapped), each within relErr.
+func threeLossSpecs(e, lo, mid, hi, relErr float64) []spec {
+	sp := newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, relErr)
 	sp.unit = e
 	return []spec{sp}
 }

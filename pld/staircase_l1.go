@@ -94,9 +94,6 @@ func (m StaircaseL1) Masses() (lo, mid, hi float64) {
 }
 
 func (m StaircaseL1) specs() []spec {
-	e := m.Epsilon
 	lo, mid, hi := m.Masses()
-	sp := newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, 16*u)
-	sp.unit = e
-	return []spec{sp}
+	return threeLossSpecs(m.Epsilon, lo, mid, hi, 16*u)
 }

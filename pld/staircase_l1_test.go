@@ -3,6 +3,8 @@ package pld
 import (
 	"math"
 	"testing"
+
+	"github.com/dpkit/dpkit/internal/numeric"
 )
 
 // staircaseL1Grid enumerates the two-dimensional grid staircase P(z) ∝ h(‖z‖₁) (the
@@ -21,7 +23,7 @@ func staircaseL1Grid(eps float64, M, r, radius int, epsPrimes []float64) []shift
 	off := radius + 2*M // h on the box |z_i| ≤ off, 0 outside the ball ‖z‖₁ < radius
 	side := 2*off + 1
 	h := make([]float64, side*side)
-	var z neumaier
+	var z numeric.Sum
 	for y1 := -off; y1 <= off; y1++ {
 		for y2 := -off; y2 <= off; y2++ {
 			if n := abs(y1) + abs(y2); n < radius {
@@ -30,7 +32,7 @@ func staircaseL1Grid(eps float64, M, r, radius int, epsPrimes []float64) []shift
 					w *= b
 				}
 				h[(y1+off)*side+y2+off] = w
-				z.add(w)
+				z.Add(w)
 			}
 		}
 	}
@@ -44,8 +46,8 @@ func staircaseL1Grid(eps float64, M, r, radius int, epsPrimes []float64) []shift
 	for t1 := 0; t1 <= M; t1++ {
 		for t2 := 0; t2 <= min(t1, M-t1); t2++ {
 			res := shiftResult{t: [2]int{t1, t2}, deltas: make([]float64, len(epsPrimes))}
-			deltas := make([]neumaier, len(epsPrimes))
-			var masses [3]neumaier
+			deltas := make([]numeric.Sum, len(epsPrimes))
+			var masses [3]numeric.Sum
 			for y1 := -off + M; y1 <= off-M; y1++ {
 				for y2 := -off + M; y2 <= off-M; y2++ {
 					p, q := h[(y1+off)*side+y2+off], h[(y1-t1+off)*side+y2-t2+off]
@@ -53,46 +55,31 @@ func staircaseL1Grid(eps float64, M, r, radius int, epsPrimes []float64) []shift
 						continue
 					}
 					for i := range e {
-						deltas[i].add(math.Max(0, p-e[i]*q))
+						deltas[i].Add(math.Max(0, p-e[i]*q))
 					}
 					if p > 0 && q > 0 {
 						switch l := math.Log(p / q); {
 						case l > eps/2:
-							masses[2].add(p)
+							masses[2].Add(p)
 						case l < -eps/2:
-							masses[0].add(p)
+							masses[0].Add(p)
 						default:
-							masses[1].add(p)
+							masses[1].Add(p)
 						}
 					}
 				}
 			}
 			for i := range deltas {
-				res.deltas[i] = deltas[i].sum() / z.sum()
+				res.deltas[i] = deltas[i].Value() / z.Value()
 			}
 			for i := range masses {
-				res.masses[i] = masses[i].sum() / z.sum()
+				res.masses[i] = masses[i].Value() / z.Value()
 			}
 			out = append(out, res)
 		}
 	}
 	return out
 }
-
-// neumaier is a compensated sum (Neumaier's variant of Kahan summation).
-type neumaier struct{ s, c float64 }
-
-func (n *neumaier) add(x float64) {
-	t := n.s + x
-	if math.Abs(n.s) >= math.Abs(x) {
-		n.c += (n.s - t) + x
-	} else {
-		n.c += (x - t) + n.s
-	}
-	n.s = t
-}
-
-func (n *neumaier) sum() float64 { return n.s + n.c }
 
 func abs(x int) int { return max(x, -x) }
 
@@ -212,37 +199,8 @@ func TestStaircaseL1Grid(t *testing.T) {
 	}
 }
 
-// TestStaircaseL1Compose: the three-fold composition through the lattice brackets the
-// exact product of the three-point pair, and the pair is tighter than the canonical (ε, 0)
-// pair the two-dimensional staircase was accounted by before.
-func TestStaircaseL1Compose(t *testing.T) {
-	m := StaircaseL1{Epsilon: 1, Period: 1<<31 + 1, Step: 1 << 30}
-	lo, mid, hi := m.Masses()
-	one, _ := NewDiscrete([]float64{-1, 0, 1}, []float64{lo, mid, hi}, 0)
-	exact := Product(Product(one, one, 0, true), one, 0, true)
-	c, err := Compose([]Item{{m, 3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range []float64{0, 0.5, 1, 2, 2.9} {
-		want := exact.Delta(e)
-		up, low, _ := c.Delta(e)
-		if up < want*(1-1e-12) || low > want*(1+1e-12) {
-			t.Errorf("ε=%g: [%g, %g] misses exact %g", e, low, up, want)
-		}
-	}
-	canon, _ := Compose([]Item{{Exponential{Epsilon: 1}, 3}}, nil)
-	up, _, _ := c.Delta(1)
-	cu, _, _ := canon.Delta(1)
-	if !(up < cu) {
-		t.Errorf("staircase δ(1) = %g not below the canonical pair's %g", up, cu)
-	}
-}
-
-// FuzzStaircaseL1PLD: any (ε, M, r) either fails Validate or gives masses that are ≥ 0,
-// sum to 1 (1e-12) and put P(L = ε) at most at the canonical pair's e^ε/(1 + e^ε) (which
-// dominates every ε-DP mechanism), with P(L = −ε) = e^(−ε)P(L = ε); and Compose of one
-// release answers δ(0) = P(L = ε)(1 − e^(−ε)) within its bracket.
+// FuzzStaircaseL1PLD: any (ε, M, r) either fails Validate or gives a valid three-point
+// pair (checkThreePoint).
 func FuzzStaircaseL1PLD(f *testing.F) {
 	f.Add(1.0, uint64(1<<31+1), uint64(1<<29))
 	f.Add(70.0, uint64(1<<32), uint64(1))
@@ -254,23 +212,6 @@ func FuzzStaircaseL1PLD(f *testing.F) {
 		if m.Validate() != nil {
 			return
 		}
-		lo, mid, hi := m.Masses()
-		canon := 1 / (1 + math.Exp(-eps))
-		if lo < 0 || mid < 0 || math.Abs(lo+mid+hi-1) > 1e-12 || hi > canon*(1+1e-12) ||
-			math.Abs(lo-math.Exp(-eps)*hi) > 1e-15*hi {
-			t.Fatalf("%v: masses %g %g %g (canonical %g)", m, lo, mid, hi, canon)
-		}
-		if eps > 700 {
-			return // e^ε overflows the curve's evaluation; the masses above are the check
-		}
-		c, err := Compose([]Item{{m, 1}}, &Options{Tolerance: 1e-3})
-		if err != nil {
-			t.Fatalf("%v: %v", m, err)
-		}
-		want := hi * -math.Expm1(-eps)
-		up, low, _ := c.Delta(0)
-		if up < want*(1-1e-9) || low > want*(1+1e-9) {
-			t.Fatalf("%v: δ(0) in [%g, %g], closed form %g", m, low, up, want)
-		}
+		checkThreePoint(t, m, eps)
 	})
 }

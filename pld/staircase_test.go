@@ -68,31 +68,64 @@ func TestStaircaseWorstShift(t *testing.T) {
 	}
 }
 
-// TestStaircaseCompose: three-fold composition through the lattice brackets the exact
-// product of the three-point pair (enumerated with Product).
+// threePoint is a mechanism whose pair has the losses −ε, 0, ε (Staircase, StaircaseL1).
+type threePoint interface {
+	Mechanism
+	Masses() (lo, mid, hi float64)
+}
+
+// TestStaircaseCompose: for both grid staircases, the three-fold composition through the
+// lattice brackets the exact product of the three-point pair (enumerated with Product),
+// and the pair is tighter than the canonical (ε, 0) pair that accounted for them before.
 func TestStaircaseCompose(t *testing.T) {
-	m := Staircase{Epsilon: 1, Period: 1 << 31, Step: 1 << 29}
-	lo, mid, hi := m.Masses()
-	one, _ := NewDiscrete([]float64{-1, 0, 1}, []float64{lo, mid, hi}, 0)
-	exact := Product(Product(one, one, 0, true), one, 0, true)
-	c, err := Compose([]Item{{m, 3}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range []float64{0, 0.5, 1, 2, 2.9} {
-		want := exact.Delta(e)
-		up, low, _ := c.Delta(e)
-		if up < want*(1-1e-12) || low > want*(1+1e-12) {
-			t.Errorf("ε=%g: [%g, %g] misses exact %g", e, low, up, want)
+	for _, m := range []threePoint{Staircase{Epsilon: 1, Period: 1 << 31, Step: 1 << 29}, StaircaseL1{Epsilon: 1, Period: 1<<31 + 1, Step: 1 << 30}} {
+		lo, mid, hi := m.Masses()
+		one, _ := NewDiscrete([]float64{-1, 0, 1}, []float64{lo, mid, hi}, 0)
+		exact := Product(Product(one, one, 0, true), one, 0, true)
+		c, err := Compose([]Item{{m, 3}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []float64{0, 0.5, 1, 2, 2.9} {
+			want := exact.Delta(e)
+			up, low, _ := c.Delta(e)
+			if up < want*(1-1e-12) || low > want*(1+1e-12) {
+				t.Errorf("%v ε=%g: [%g, %g] misses exact %g", m, e, low, up, want)
+			}
+		}
+		canon, _ := Compose([]Item{{Exponential{Epsilon: 1}, 3}}, nil)
+		up, _, _ := c.Delta(1)
+		cu, _, _ := canon.Delta(1)
+		if !(up < cu) {
+			t.Errorf("%v: δ(1) = %g not below the canonical pair's %g", m, up, cu)
 		}
 	}
-	// the staircase is tighter than the canonical (ε, 0) pair it replaces
-	canon, _ := Compose([]Item{{Exponential{Epsilon: 1}, 3}}, nil)
-	up, _, _ := c.Delta(1)
-	cu, _, _ := canon.Delta(1)
-	if !(up < cu) {
-		t.Errorf("staircase δ(1) = %g not below the canonical pair's %g", up, cu)
+}
+
+// checkThreePoint is the fuzz targets' check of a valid three-point pair at ε: masses ≥ 0
+// summing to 1 (1e-12), P(L = −ε) = e^(−ε)P(L = ε), P(L = ε) at most the canonical pair's
+// e^ε/(1 + e^ε) (which dominates every ε-DP mechanism), and Compose of one release
+// answering δ(0) = P(L = ε)(1 − e^(−ε)) within its bracket. It returns P(L = ε).
+func checkThreePoint(t *testing.T, m threePoint, eps float64) float64 {
+	t.Helper()
+	lo, mid, hi := m.Masses()
+	canon := 1 / (1 + math.Exp(-eps))
+	if lo < 0 || mid < 0 || math.Abs(lo+mid+hi-1) > 1e-12 || hi > canon*(1+1e-12) || math.Abs(lo-math.Exp(-eps)*hi) > 1e-15*hi {
+		t.Fatalf("%v: masses %g %g %g (canonical %g)", m, lo, mid, hi, canon)
 	}
+	if eps > 700 {
+		return hi // e^ε overflows the curve's evaluation; the masses above are the check
+	}
+	c, err := Compose([]Item{{m, 1}}, &Options{Tolerance: 1e-3})
+	if err != nil {
+		t.Fatalf("%v: %v", m, err)
+	}
+	want := hi * -math.Expm1(-eps)
+	up, low, _ := c.Delta(0)
+	if up < want*(1-1e-9) || low > want*(1+1e-9) {
+		t.Fatalf("%v: δ(0) in [%g, %g], closed form %g", m, low, up, want)
+	}
+	return hi
 }
 
 // TestStaircaseExtremes: huge ε keeps the masses finite and summing to 1; bad fields
@@ -112,10 +145,8 @@ func TestStaircaseExtremes(t *testing.T) {
 	}
 }
 
-// FuzzStaircasePLD: any (ε, M, r) either fails Validate or gives masses that are ≥ 0, sum
-// to 1 (1e-12) and put P(L = ε) between ½ (the γ = 1 staircase) and the canonical
-// pair's e^ε/(1 + e^ε) (which dominates every ε-DP mechanism), and Compose of one
-// release answers δ(0) = P(L = ε)(1 − e^(−ε)) within its bracket.
+// FuzzStaircasePLD: any (ε, M, r) either fails Validate or gives a valid three-point
+// pair (checkThreePoint) with P(L = ε) at least ½ (the γ = 1 staircase).
 func FuzzStaircasePLD(f *testing.F) {
 	f.Add(1.0, uint64(1<<31), uint64(1<<29))
 	f.Add(70.0, uint64(1<<32), uint64(1))
@@ -126,22 +157,8 @@ func FuzzStaircasePLD(f *testing.F) {
 		if m.Validate() != nil {
 			return
 		}
-		lo, mid, hi := m.Masses()
-		canon := 1 / (1 + math.Exp(-eps))
-		if lo < 0 || mid < 0 || math.Abs(lo+mid+hi-1) > 1e-12 || hi < 0.5*(1-1e-12) || hi > canon*(1+1e-12) {
-			t.Fatalf("%v: masses %g %g %g (canonical %g)", m, lo, mid, hi, canon)
-		}
-		if eps > 700 {
-			return // e^ε overflows the curve's evaluation; the masses above are the check
-		}
-		c, err := Compose([]Item{{m, 1}}, &Options{Tolerance: 1e-3})
-		if err != nil {
-			t.Fatalf("%v: %v", m, err)
-		}
-		want := hi * -math.Expm1(-eps)
-		up, low, _ := c.Delta(0)
-		if up < want*(1-1e-9) || low > want*(1+1e-9) {
-			t.Fatalf("%v: δ(0) in [%g, %g], closed form %g", m, low, up, want)
+		if hi := checkThreePoint(t, m, eps); hi < 0.5*(1-1e-12) {
+			t.Fatalf("%v: P(L = ε) = %g below ½", m, hi)
 		}
 	})
 }
