@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode"
@@ -104,24 +105,11 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 	if err != nil {
 		return nil, err
 	}
-	receipt, found, err := s.ledger.Recorded(ctx, q.budget, q.releaseKey)
+	receipt, found, err := s.admit(ctx, d, q)
 	if err != nil {
-		return nil, err
+		return nil, demoHint(d, err)
 	}
 	if !found {
-		if q.req.Accuracy != nil {
-			// The cost depends on the plan's sensitivities: plan first (the schema's, not
-			// the rows'), then check, before computing anything.
-			if err := s.prepare(ctx, d, q); err != nil {
-				return nil, err
-			}
-			if err := q.accuracyCost(); err != nil {
-				return nil, err
-			}
-		}
-		if err := s.ledger.Check(ctx, q.budget, q.spend(nil)); err != nil {
-			return nil, demoHint(d, err)
-		}
 		if q.prepared == nil {
 			if err := s.prepare(ctx, d, q); err != nil {
 				return nil, err
@@ -140,6 +128,44 @@ func (s *Server) Query(ctx context.Context, p principal, d *dataset, req QueryRe
 		Charged: receipt.Charged, Spent: receipt.Status.Spent, RemainingQueries: receipt.Status.Remaining,
 		Release: receipt.Number, IdempotencyKey: q.key,
 	}, nil
+}
+
+// admit is step 2 of Query: the release recorded with q's idempotency key, if any (found),
+// else nil error if the budget would accept q now. Both are read at once, the budget in a
+// goroutine of its own, so that a database across the network answers them in the time
+// of one round trip; a key made by this request (none given) cannot be recorded yet. A
+// query that asks for an accuracy has its cost only once it is planned: its key is looked
+// up first, then it is planned (against the schema, not the rows) and its budget checked,
+// before anything is computed.
+func (s *Server) admit(ctx context.Context, d *dataset, q *pendingQuery) (Receipt, bool, error) {
+	if q.req.Accuracy != nil {
+		if q.req.IdempotencyKey != "" {
+			if receipt, found, err := s.ledger.Recorded(ctx, q.budget, q.releaseKey); err != nil || found {
+				return receipt, found, err
+			}
+		}
+		if err := s.prepare(ctx, d, q); err != nil {
+			return Receipt{}, false, err
+		}
+		if err := q.accuracyCost(); err != nil {
+			return Receipt{}, false, err
+		}
+		return Receipt{}, false, s.ledger.Check(ctx, q.budget, q.spend(nil))
+	}
+	if q.req.IdempotencyKey == "" {
+		return Receipt{}, false, s.ledger.Check(ctx, q.budget, q.spend(nil))
+	}
+	check := make(chan error, 1)
+	go func() { check <- s.ledger.Check(ctx, q.budget, q.spend(nil)) }()
+	receipt, found, err := s.ledger.Recorded(ctx, q.budget, q.releaseKey)
+	checked := <-check
+	switch {
+	case err != nil:
+		return Receipt{}, false, err
+	case found:
+		return receipt, true, nil
+	}
+	return Receipt{}, false, checked
 }
 
 // demoHint adds to the refusal of a query on a spent demo dataset how to start over.
@@ -204,7 +230,10 @@ func (s *Server) release(ctx context.Context, q *pendingQuery) (Answer, []byte, 
 	select {
 	case s.work <- struct{}{}:
 	case <-ctx.Done():
-		return Answer{}, nil, s.timeoutErr(ctx)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Answer{}, nil, errBusy
+		}
+		return Answer{}, nil, ctx.Err()
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -219,6 +248,9 @@ func (s *Server) release(ctx context.Context, q *pendingQuery) (Answer, []byte, 
 		return Answer{}, nil, s.timeoutErr(ctx)
 	}
 }
+
+// errBusy: the query's time ran out while it waited for its turn to be computed.
+var errBusy = errorf(http.StatusServiceUnavailable, "the service is busy computing other queries: retry later (nothing was charged)")
 
 // timeoutErr is the error of a computation whose context ended: the time limit, or the
 // client's cancellation.

@@ -2,14 +2,16 @@
 // JSON API and a small embedded web page over the budget ledger (package ledger) and the
 // query layer (package query).
 //
-// Analysts send aggregate SQL queries over registered datasets; the service parses and
-// checks them (bad SQL costs nothing), computes the noisy answer, records the release
-// in the ledger — which checks the dataset's budget in the same transaction
-// (docs/design.md, key idea 4) — and only then returns the answer, or refuses with 409
-// when the budget would be exceeded. A retry with the same idempotency key returns the
-// same stored answer and is not charged again.
+// Analysts send aggregate SQL queries over registered datasets; the service checks them
+// against the ledger without charging — a recorded idempotency key is answered with its
+// recorded answer, a query the budget would refuse is refused (409) before the data are
+// touched — then computes the noisy answer within per-query work limits, records the
+// release with its answer in the ledger, which checks the budget again in the same
+// transaction (docs/design.md, key idea 4), and only then returns the answer (see
+// Server.Query). Administrators use the same API through "dpkit admin" or the page.
 //
-// Routes (every error is {"error": …} with its status; bad SQL adds "position"):
+// Routes (every error is {"error": …} with its status, also net/http's own; bad SQL adds
+// "position"):
 //
 //	GET    /healthz                           liveness
 //	GET    /                                   the web page (static, embedded)
@@ -21,7 +23,9 @@
 //	GET    /v1/datasets/{name}                its schema, budget and policy (never rows)
 //	POST   /v1/datasets/{name}/query          run a query → noisy answer, ci95, cost
 //	GET    /v1/datasets/{name}/budget         total, spent, releases, remaining queries
-//	GET    /v1/datasets/{name}/releases       the audit log
+//	GET    /v1/datasets/{name}/releases       the audit log, in pages (limit, cursor);
+//	                                          an analyst's own releases, or (admin) all
+//	                                          or one key's (analyst)
 //	GET    /v1/datasets/{name}/curve          δ(ε) of what has been spent (KOV Thm 3.3)
 //	PUT    /v1/datasets/{name}/grants/{key}   let an analyst key query it (admin)
 //	DELETE /v1/datasets/{name}/grants/{key}   take that back (admin)

@@ -103,6 +103,9 @@ func trimPrefix(msg string) string {
 // reported to the Server's ErrorLog (if any), never to the client; a request whose
 // client has gone is neither answered nor logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", "1")
+	}
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return
 	}

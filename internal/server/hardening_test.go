@@ -174,6 +174,23 @@ func TestQueryTimeout(t *testing.T) {
 	}
 }
 
+// TestBusy: a query whose time runs out while it waits for its turn to be computed (all
+// computation slots taken) is a 503 with Retry-After, not the 422 of a query too heavy
+// for the limit, and charges nothing.
+func TestBusy(t *testing.T) {
+	e := newEnvWith(t, filepath.Join(t.TempDir(), "b.db"), smallDemo(), Options{QueryTimeout: 50 * time.Millisecond, MaxComputing: 1})
+	e.srv.work <- struct{}{} // the one slot, taken
+	code, v, h := e.do("POST", "/v1/datasets/flu/query", e.analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
+	if msg, _ := v["error"].(string); code != 503 || h.Get("Retry-After") == "" || !strings.Contains(msg, "busy") {
+		t.Fatalf("all slots taken: %d %v %v", code, v, h)
+	}
+	<-e.srv.work
+	e.must(200, "POST", "/v1/datasets/flu/query", e.analyst, map[string]any{"sql": "SELECT COUNT(*) FROM flu"})
+	if b := e.must(200, "GET", "/v1/datasets/flu/budget", e.analyst, nil); num(t, b, "releases") != 1 {
+		t.Fatalf("the busy query was charged: %v", b)
+	}
+}
+
 // TestReleaseNumbers: release numbers count each dataset's releases from 1, whatever
 // other datasets do; the audit log shows an analyst its own releases only, an admin
 // every release or one key's, in pages linked by a cursor.

@@ -59,7 +59,8 @@ type Options struct {
 	// BusyTimeout is how long a SQLite transaction waits for another process's write
 	// lock before failing; 0 means 30 s.
 	BusyTimeout time.Duration
-	// MaxConns bounds the pool's connections; 0 means 8.
+	// MaxConns bounds the pool's connections; 0 means 16 (a query of dpkit serve reads
+	// the ledger on two connections at once, and the writer of its spends holds one).
 	MaxConns int
 	// AppName is PostgreSQL's application_name when the URL sets none; "" means "dpkit".
 	AppName string
@@ -113,7 +114,7 @@ func (o *Options) maxConns() int {
 	if o.MaxConns > 0 {
 		return o.MaxConns
 	}
-	return 8
+	return 16
 }
 
 // header is the first 16 bytes of every SQLite database file.
@@ -220,6 +221,23 @@ func checkApplication(ctx context.Context, q querier) error {
 		return fmt.Errorf("%w: a SQLite database of another application (%d tables, no dpkit application_id)", ErrForeign, tables)
 	}
 	return fmt.Errorf("%w: a SQLite database of another application (application_id %d)", ErrForeign, app)
+}
+
+// Translate maps the errors of Open and Migrate to a component's own errors, keeping
+// their detail: ErrForeign and ErrMissing become notOurs (ErrMissing's message ends with
+// missingHint, e.g. " (create the ledger first)"), ErrNewer becomes newer. Other errors
+// are returned as they are.
+func Translate(err error, notOurs, newer error, missingHint string) error {
+	for _, m := range []struct{ from, to error }{{ErrForeign, notOurs}, {ErrMissing, notOurs}, {ErrNewer, newer}} {
+		if errors.Is(err, m.from) {
+			msg := strings.TrimPrefix(err.Error(), m.from.Error()+": ")
+			if m.from == ErrMissing {
+				msg += missingHint
+			}
+			return fmt.Errorf("%w: %s", m.to, msg)
+		}
+	}
+	return err
 }
 
 // Classify turns SQLite's "not a database" and "corrupt" errors into ErrForeign naming the

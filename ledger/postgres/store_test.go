@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/internal/pgtest"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/internal/groupcommit"
 	"github.com/dpkit/dpkit/ledger/storetest"
 	"github.com/dpkit/dpkit/mechanism"
 )
@@ -23,25 +25,27 @@ var harness = storetest.Harness{
 		return Open(ctx, loc, &Options{Create: create})
 	},
 	NewLocation: newSchema,
-	// Preload commits every 1000 releases: within one transaction each update of the
-	// budget row adds a row version that later statements must step over (quadratic).
+	// Preload records the releases through the group commit's transaction, a full batch
+	// at a time.
 	Preload: func(ctx context.Context, s ledger.Store, chain []string, rels []ledger.Release, decide ledger.Decide) error {
-		return s.(*Store).with(ctx, func(c *pgx.Conn) error {
-			for len(rels) > 0 {
-				n := min(len(rels), 1000)
-				err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-					for _, r := range rels[:n] {
-						if _, _, err := spendTx(ctx, tx, chain, r, decide); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				rels = rels[n:]
+		st := s.(*Store)
+		for len(rels) > 0 {
+			n := min(len(rels), groupcommit.MaxBatch)
+			calls := make([]*groupcommit.Call, n)
+			for i, r := range rels[:n] {
+				calls[i] = &groupcommit.Call{Chain: chain, Rel: r, Decide: decide}
 			}
+			if err := st.commit(calls); err != nil {
+				return err
+			}
+			for _, c := range calls {
+				if c.Err != nil {
+					return c.Err
+				}
+			}
+			rels = rels[n:]
+		}
+		return st.with(ctx, func(c *pgx.Conn) error {
 			_, err := c.Exec(ctx, "VACUUM ANALYZE dpkit_budgets")
 			return err
 		})
@@ -255,5 +259,151 @@ func TestMigrateMechanismDescriptors(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx, "UPDATE dpkit_releases SET epsilon = 0"); err == nil {
 		t.Error("after the migration the log is not append-only")
+	}
+}
+
+// TestBatchRollback: when a statement of a group-committed batch fails, the whole batch
+// is rolled back — every spend of it fails, nothing is recorded, the statistics are
+// unchanged — and the next spends are recorded normally (the failed transaction's
+// connection does not come back to the pool in a transaction).
+func TestBatchRollback(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	s, err := Open(ctx, loc, &Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := ledger.New(s)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "b", Total: dpkit.Budget{Epsilon: 10}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "ALTER TABLE dpkit_releases ADD CONSTRAINT no_mallory CHECK (analyst <> 'mallory')"); err != nil {
+		t.Fatal(err)
+	}
+	calls := make([]*groupcommit.Call, 3)
+	for i, analyst := range []string{"ann", "mallory", "bo"} {
+		calls[i] = &groupcommit.Call{Chain: []string{"b"}, Rel: ledger.Release{Budget: "b", Cost: dpkit.Budget{Epsilon: 1}, Analyst: analyst},
+			Decide: func(st []ledger.Stats) ([]ledger.Stats, error) {
+				return []ledger.Stats{st[0].Add(dpkit.Budget{Epsilon: 1})}, nil
+			}}
+	}
+	if err := s.commit(calls); err == nil || !strings.Contains(err.Error(), "no_mallory") {
+		t.Fatalf("a batch with a failing insert: %v", err)
+	}
+	if st, err := l.Status(ctx, "b"); err != nil || st.Releases != 0 {
+		t.Fatalf("after the failed batch: %+v %v", st, err)
+	}
+	for range 2 * 8 { // more spends than the pool has connections
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "b", Cost: dpkit.Budget{Epsilon: 0.5}, Analyst: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := l.Audit(ctx, "b"); err != nil || a.Releases != 16 {
+		t.Fatalf("audit: %+v %v", a, err)
+	}
+	// The same through the fast path (the store's statistics are cached now).
+	fast := s.fastBatches.Load()
+	for _, c := range calls {
+		c.Got, c.Replayed, c.Err = ledger.Release{}, false, nil
+	}
+	if err := s.commit(calls); err == nil || !strings.Contains(err.Error(), "no_mallory") {
+		t.Fatalf("a failing batch on the fast path: %v", err)
+	}
+	for range 2 { // the failure dropped the cache: locked, then fast again
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "b", Cost: dpkit.Budget{Epsilon: 0.5}, Analyst: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := l.Audit(ctx, "b"); err != nil || a.Releases != 18 || s.fastBatches.Load() != fast+1 {
+		t.Fatalf("after a failed fast batch: %+v %v (fast batches %d → %d)", a, err, fast, s.fastBatches.Load())
+	}
+}
+
+// TestStaleCache: two stores (as two processes would have) spend in turn on one budget,
+// so that each one's cached statistics are always out of date: every batch then goes the
+// locked way, and the ledger stays exact — numbers 1, 2, …, the capacity refused beyond,
+// a key recorded through one store replayed through the other (also once the budget is
+// exhausted), Audit passing.
+func TestStaleCache(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	var ls [2]*ledger.Ledger
+	for i := range ls {
+		s, err := Open(ctx, loc, &Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ls[i] = ledger.New(s)
+	}
+	if _, err := ls[0].Create(ctx, ledger.Spec{ID: "x", Total: dpkit.Budget{Epsilon: 10}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		r, err := ls[i%2].Spend(ctx, ledger.Request{Budget: "x", Cost: dpkit.Budget{Epsilon: 1}, Key: fmt.Sprint("k", i)})
+		if err != nil || r.Release.Number != int64(i+1) {
+			t.Fatalf("spend %d through store %d: %+v %v", i, i%2, r, err)
+		}
+	}
+	for i := range 2 {
+		if _, err := ls[i].Spend(ctx, ledger.Request{Budget: "x", Cost: dpkit.Budget{Epsilon: 1}, Key: "over"}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+			t.Fatalf("past the capacity through store %d: %v", i, err)
+		}
+		// k0 was recorded through store 0, k1 through store 1: each replays through the other.
+		r, err := ls[1-i].Spend(ctx, ledger.Request{Budget: "x", Cost: dpkit.Budget{Epsilon: 1}, Key: fmt.Sprint("k", i)})
+		if err != nil || !r.Replayed || r.Release.Number != int64(i+1) {
+			t.Fatalf("replay of k%d through store %d: %+v %v", i, 1-i, r, err)
+		}
+	}
+	if a, err := ls[0].Audit(ctx, "x"); err != nil || a.Releases != 10 {
+		t.Fatalf("audit: %+v %v", a, err)
+	}
+}
+
+// TestFastPath: once a store has read a budget's statistics, its next batches on that
+// budget commit in one round trip (the fast path), while another store's spends make it
+// take the locked path again.
+func TestFastPath(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, loc, &Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	l, other := ledger.New(stores[0]), ledger.New(stores[1])
+	if _, err := l.Create(ctx, ledger.Spec{ID: "f", Total: dpkit.Budget{Epsilon: 100}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	spend := func(l *ledger.Ledger) {
+		t.Helper()
+		if _, err := l.Spend(ctx, ledger.Request{Budget: "f", Cost: dpkit.Budget{Epsilon: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		spend(l)
+	}
+	if f, k := stores[0].fastBatches.Load(), stores[0].lockedBatches.Load(); f != 4 || k != 1 {
+		t.Fatalf("5 spends: %d fast and %d locked batches, want 4 and 1", f, k)
+	}
+	spend(other) // store 0's cache is out of date now
+	spend(l)     // the fast path fails, nothing is recorded, the locked path records it
+	spend(l)
+	if f, k := stores[0].fastBatches.Load(), stores[0].lockedBatches.Load(); f != 5 || k != 2 {
+		t.Fatalf("after the other store's spend: %d fast and %d locked batches, want 5 and 2", f, k)
+	}
+	if a, err := l.Audit(ctx, "f"); err != nil || a.Releases != 8 {
+		t.Fatalf("audit: %+v %v", a, err)
 	}
 }

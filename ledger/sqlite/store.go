@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/ledger"
+	"github.com/dpkit/dpkit/ledger/internal/groupcommit"
 )
 
 // ApplicationID marks a SQLite file as a dpkit database (PRAGMA application_id; "dpkl").
@@ -47,35 +47,17 @@ type Options struct {
 // before it — and commits once (one fsync), then acknowledges each. A Spend returns
 // only after the transaction holding its release has committed.
 type Store struct {
-	sdb  *sqldb.DB
-	db   *sql.DB // sdb.SQL
-	own  bool    // Close closes sdb (Open), or leaves it to its owner (New)
-	path string
-	mu   sync.Mutex // serialises this process's write transactions (others wait on the file lock)
-
-	qmu     sync.Mutex   // guards queue and closed
-	queue   []*spendCall // spends waiting for the writer, in arrival order
-	closed  bool
-	wake    chan struct{} // capacity 1: the queue may be non-empty
-	stopped chan struct{} // closed when the writer has exited
-	once    sync.Once
-	stmts   map[string]*sql.Stmt // spendQueries, prepared
+	sdb   *sqldb.DB
+	db    *sql.DB // sdb.SQL
+	own   bool    // Close closes sdb (Open), or leaves it to its owner (New)
+	path  string
+	mu    sync.Mutex // serialises this process's write transactions (others wait on the file lock)
+	spend *groupcommit.Queue
+	stmts map[string]*sql.Stmt // spendQueries, prepared
 }
 
 // MaxBatch is the largest number of spends the writer records in one transaction.
-const MaxBatch = 256
-
-// spendCall is one Spend waiting for the writer.
-type spendCall struct {
-	chain    []string
-	rel      ledger.Release
-	decide   ledger.Decide
-	ctx      context.Context
-	got      ledger.Release
-	replayed bool
-	err      error
-	done     chan struct{}
-}
+const MaxBatch = groupcommit.MaxBatch
 
 var _ ledger.Store = (*Store)(nil)
 
@@ -118,7 +100,7 @@ func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
-	s := &Store{sdb: db, db: db.SQL, path: db.Name, wake: make(chan struct{}, 1), stopped: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	s := &Store{sdb: db, db: db.SQL, path: db.Name, stmts: map[string]*sql.Stmt{}}
 	for _, q := range spendQueries {
 		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
@@ -127,7 +109,7 @@ func New(ctx context.Context, db *sqldb.DB, opts *Options) (*Store, error) {
 		}
 		s.stmts[q] = st
 	}
-	go s.writer()
+	s.spend = groupcommit.New(s.commit)
 	return s, nil
 }
 
@@ -153,35 +135,16 @@ func legacyVersion(ctx context.Context, tx *sql.Tx) (int, error) {
 // translate maps sqldb's errors to the ledger's: a foreign, corrupted or empty database
 // is ErrNotLedger, a newer schema ErrSchemaVersion.
 func translate(err error) error {
-	for _, m := range []struct{ from, to error }{
-		{sqldb.ErrForeign, ledger.ErrNotLedger},
-		{sqldb.ErrMissing, ledger.ErrNotLedger},
-		{sqldb.ErrNewer, ledger.ErrSchemaVersion},
-	} {
-		if errors.Is(err, m.from) {
-			msg := strings.TrimPrefix(err.Error(), m.from.Error()+": ")
-			if m.from == sqldb.ErrMissing {
-				msg += " (create the ledger first)"
-			}
-			return fmt.Errorf("%w: %s", m.to, msg)
-		}
-	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("ledger/sqlite: %w (create the ledger first)", err)
 	}
-	return err
+	return sqldb.Translate(err, ledger.ErrNotLedger, ledger.ErrSchemaVersion, " (create the ledger first)")
 }
 
 // Close waits for the spends already queued to be committed, then closes the
 // database. Spends after Close fail.
 func (s *Store) Close() error {
-	s.once.Do(func() {
-		s.qmu.Lock()
-		s.closed = true
-		s.qmu.Unlock()
-		s.notify()
-		<-s.stopped
-	})
+	s.spend.Close()
 	s.closeStmts()
 	if s.own {
 		return s.sdb.Close()
@@ -194,14 +157,6 @@ func (s *Store) closeStmts() {
 	for q, st := range s.stmts {
 		st.Close()
 		delete(s.stmts, q)
-	}
-}
-
-// notify wakes the writer.
-func (s *Store) notify() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -330,85 +285,30 @@ func (s *Store) Stats(ctx context.Context, id string) (ledger.Stats, error) {
 	return st, s.classify(err)
 }
 
-// Spend implements ledger.Store. The spend joins the queue of the writer goroutine,
-// which records it in a BEGIN IMMEDIATE transaction (possibly shared with other
-// spends of this process, each in its own savepoint and decided in turn), committed
-// with synchronous=FULL before Spend returns. If ctx ends while the spend waits,
-// Spend returns ctx.Err(); the spend is then skipped if it has not started, and
-// otherwise may still be recorded (as after a crash: retry with its key to learn).
+// Spend implements ledger.Store. The spend joins the queue of the writer goroutine
+// (package groupcommit), which records it in a BEGIN IMMEDIATE transaction (possibly
+// shared with other spends of this process, each in its own savepoint and decided in
+// turn), committed with synchronous=FULL before Spend returns. If ctx ends while the
+// spend waits, Spend returns ctx.Err(); the spend is then skipped if it has not started,
+// and otherwise may still be recorded (as after a crash: retry with its key to learn).
 func (s *Store) Spend(ctx context.Context, chain []string, rel ledger.Release, decide ledger.Decide) (ledger.Release, bool, error) {
-	c := &spendCall{chain: chain, rel: rel, decide: decide, ctx: ctx, done: make(chan struct{})}
-	s.qmu.Lock()
-	if s.closed {
-		s.qmu.Unlock()
-		return ledger.Release{}, false, fmt.Errorf("ledger/sqlite: %s: the store is closed", s.path)
+	got, replayed, err := s.spend.Spend(ctx, chain, rel, decide)
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return ledger.Release{}, false, fmt.Errorf("ledger/sqlite: %s: %w", s.path, err)
 	}
-	s.queue = append(s.queue, c)
-	s.qmu.Unlock()
-	s.notify()
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		return ledger.Release{}, false, ctx.Err()
-	}
-	if c.err != nil {
-		return ledger.Release{}, false, s.classify(c.err)
-	}
-	return c.got, c.replayed, nil
+	return got, replayed, s.classify(err)
 }
 
-// writer records the queued spends, a batch at a time, until the store is closed and
-// the queue is empty.
-func (s *Store) writer() {
-	defer close(s.stopped)
-	for {
-		s.qmu.Lock()
-		n := min(len(s.queue), MaxBatch)
-		batch := make([]*spendCall, n)
-		copy(batch, s.queue)
-		s.queue = append(s.queue[:0], s.queue[n:]...)
-		closed := s.closed
-		s.qmu.Unlock()
-		switch {
-		case n > 0:
-			s.commit(batch)
-		case closed:
-			return
-		default:
-			<-s.wake
-		}
-	}
-}
-
-// commit records batch in one transaction and acknowledges each spend after the
-// commit (or fails every spend of the batch that did not fail on its own).
-func (s *Store) commit(batch []*spendCall) {
-	live := make([]*spendCall, 0, len(batch))
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.err = err
-			close(c.done)
-			continue
-		}
-		live = append(live, c)
-	}
-	if len(live) == 0 {
-		return
-	}
+// commit records a batch of spends in one transaction (groupcommit.Commit).
+func (s *Store) commit(calls []*groupcommit.Call) error {
 	s.mu.Lock()
-	err := s.runBatch(live)
-	s.mu.Unlock()
-	for _, c := range live {
-		if err != nil && c.err == nil {
-			c.got, c.replayed, c.err = ledger.Release{}, false, err
-		}
-		close(c.done)
-	}
+	defer s.mu.Unlock()
+	return s.runBatch(calls)
 }
 
 // runBatch does the transaction of commit. The statements do not use the callers'
 // contexts: interrupting one statement would roll back the whole transaction.
-func (s *Store) runBatch(calls []*spendCall) error {
+func (s *Store) runBatch(calls []*groupcommit.Call) error {
 	ctx := context.Background()
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -418,8 +318,8 @@ func (s *Store) runBatch(calls []*spendCall) error {
 	tx := preparedTx{sqlTx, s.stmts}
 	if len(calls) == 1 { // no savepoint needed: a failure rolls back the transaction
 		c := calls[0]
-		c.got, c.replayed, c.err = spendTx(ctx, tx, c.chain, c.rel, c.decide)
-		if c.err != nil {
+		c.Got, c.Replayed, c.Err = spendTx(ctx, tx, c.Chain, c.Rel, c.Decide)
+		if c.Err != nil {
 			return nil
 		}
 		return sqlTx.Commit()
@@ -428,8 +328,8 @@ func (s *Store) runBatch(calls []*spendCall) error {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT spend"); err != nil {
 			return err
 		}
-		c.got, c.replayed, c.err = spendTx(ctx, tx, c.chain, c.rel, c.decide)
-		if c.err != nil {
+		c.Got, c.Replayed, c.Err = spendTx(ctx, tx, c.Chain, c.Rel, c.Decide)
+		if c.Err != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO spend"); err != nil {
 				return err
 			}

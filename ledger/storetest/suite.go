@@ -41,6 +41,8 @@ func Run(t *testing.T, h Harness) {
 		{"Reopen", testReopen},
 		{"Concurrent64", testConcurrent},
 		{"ConcurrentGaussian64", testConcurrentGaussian},
+		{"GroupCommit", testGroupCommit},
+		{"CloseDrains", testCloseDrains},
 		{"TwoProcesses", testTwoProcesses},
 		{"Crash", testCrash},
 	}
@@ -971,3 +973,131 @@ func testCrash(t *testing.T, h Harness) {
 
 // String helps failure messages.
 func (h Harness) String() string { return fmt.Sprintf("harness %p", h.Open) }
+
+// testGroupCommit starts 48 spends at once on a budget that fits 8 (basic filter,
+// ε = 1, cost 0.125: exactly 8), with 12 idempotency keys shared by 4 spends each,
+// plus store-level spends that fail inside the writer's transaction (an unknown budget,
+// a decide error). Whatever the batching: exactly 8 keys are recorded, each once; every
+// spend of a recorded key gets the same release (one original, the others replays);
+// every spend of another key is refused; the failing spends fail alone; Audit passes.
+func testGroupCommit(t *testing.T, h Harness) {
+	ctx := context.Background()
+	l, s, _ := open(t, h)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "g", Total: dpkit.Budget{Epsilon: 1}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		key string
+		rc  ledger.Receipt
+		err error
+	}
+	results := make(chan result, 48)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Go(func() {
+			<-start
+			key := fmt.Sprintf("k%d", i%12)
+			rc, err := l.Spend(ctx, ledger.Request{Budget: "g", Cost: dpkit.Budget{Epsilon: 0.125}, Key: key, Payload: []byte(key)})
+			results <- result{key, rc, err}
+		})
+	}
+	errDecide := errors.New("decide says no")
+	var storeErrs [8]error
+	for i := range storeErrs {
+		wg.Go(func() {
+			<-start
+			if i%2 == 0 {
+				_, _, storeErrs[i] = s.Spend(ctx, []string{"nope"}, ledger.Release{Budget: "nope"}, func(st []ledger.Stats) ([]ledger.Stats, error) { return st, nil })
+			} else {
+				_, _, storeErrs[i] = s.Spend(ctx, []string{"g"}, ledger.Release{Budget: "g"}, func([]ledger.Stats) ([]ledger.Stats, error) { return nil, errDecide })
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	for i, err := range storeErrs {
+		if i%2 == 0 && !errors.Is(err, ledger.ErrUnknownBudget) || i%2 == 1 && !errors.Is(err, errDecide) {
+			t.Errorf("failing store spend %d: %v", i, err)
+		}
+	}
+	seqOf := map[string]int64{}
+	originals := 0
+	var refused []string
+	for r := range results {
+		switch {
+		case errors.Is(r.err, ledger.ErrBudgetExceeded):
+			refused = append(refused, r.key)
+			continue
+		case r.err != nil:
+			t.Fatalf("key %s: %v", r.key, r.err)
+		}
+		if string(r.rc.Release.Payload) != r.key || r.rc.Release.Key != r.key {
+			t.Errorf("key %s: receipt %+v", r.key, r.rc.Release)
+		}
+		if !r.rc.Replayed {
+			originals++
+		}
+		if seq, ok := seqOf[r.key]; ok && seq != r.rc.Release.Seq {
+			t.Errorf("key %s recorded twice: seq %d and %d", r.key, seq, r.rc.Release.Seq)
+		}
+		seqOf[r.key] = r.rc.Release.Seq
+	}
+	if originals != 8 || len(seqOf) != 8 {
+		t.Fatalf("%d original releases over %d keys, want 8 and 8", originals, len(seqOf))
+	}
+	for _, k := range refused {
+		if _, ok := seqOf[k]; ok {
+			t.Errorf("key %s was refused once and recorded once", k)
+		}
+	}
+	hist, err := l.History(ctx, "g", 0, 0)
+	if err != nil || len(hist) != 8 {
+		t.Fatalf("history: %d releases, %v", len(hist), err)
+	}
+	if a, err := l.Audit(ctx, "g"); err != nil || a.Releases != 8 {
+		t.Fatalf("audit: %+v %v", a, err)
+	}
+}
+
+// testCloseDrains: spends queued when Close is called complete (recorded and
+// acknowledged); a spend after Close fails.
+func testCloseDrains(t *testing.T, h Harness) {
+	ctx := context.Background()
+	p := h.NewLocation(t)
+	s, err := h.Open(ctx, p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(s)
+	if _, err := l.Create(ctx, ledger.Spec{ID: "c", Total: dpkit.Budget{Epsilon: 100}, Policy: ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.BasicFilter}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := 0
+	for range 32 {
+		wg.Go(func() {
+			if _, err := l.Spend(ctx, ledger.Request{Budget: "c", Cost: dpkit.Budget{Epsilon: 0.5}}); err == nil {
+				mu.Lock()
+				acked++
+				mu.Unlock()
+			}
+		})
+	}
+	s.Close()
+	wg.Wait()
+	if _, err := l.Spend(ctx, ledger.Request{Budget: "c", Cost: dpkit.Budget{Epsilon: 0.5}}); err == nil {
+		t.Fatal("spend after Close succeeded")
+	}
+	s2, err := h.Open(ctx, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st, err := ledger.New(s2).Status(ctx, "c")
+	if err != nil || st.Releases != int64(acked) {
+		t.Fatalf("after Close: %d releases recorded, %d acknowledged (%v)", st.Releases, acked, err)
+	}
+}
