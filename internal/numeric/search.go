@@ -219,3 +219,91 @@ func GoldenSection(f func(x float64) float64, a, b, tol float64, maxIter int) (x
 	}
 	return x, fx
 }
+
+// Crossing is a continuous function whose sign tells the side of a boundary: ≤ 0 on the
+// passing side (below the root), > 0 beyond it ("the composed ε minus the budget"). An
+// error stops the search and is returned as is.
+type Crossing func(x float64) (float64, error)
+
+// Brent finds where f changes sign on [lo, hi], for f(lo) ≤ 0 < f(hi) (neither is
+// evaluated: the caller passes the values it knows, flo and fhi), by Brent's method
+// (Brent 1973, "Algorithms for minimization without derivatives", ch. 4; Press et al.,
+// Numerical Recipes §9.3): inverse quadratic interpolation or the secant step when it
+// stays well inside the bracket and shrinks it fast enough, bisection otherwise, so it
+// converges superlinearly on a smooth f and never much slower than bisection.
+//
+// Like Bisect it returns the final bracket, both ends evaluated (or given): f(lo') ≤ 0
+// and f(hi') > 0 (the latest points of each sign), and hi' − lo' within stop (RelTol,
+// AbsTol, MaxIter as for Bisect; Geometric does not apply), unless f(lo') = 0 ended it.
+// Callers answer from lo' for "the largest x that passes". f need not be monotone for
+// the bracket to hold; the root it brackets is then one of several.
+func Brent(lo, hi, flo, fhi float64, f Crossing, stop Stop) (float64, float64, error) {
+	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi) || !(flo <= 0) || !(fhi > 0) {
+		return 0, 0, fmt.Errorf("%w: Brent on [%g, %g] with f = %g, %g", ErrBracket, lo, hi, flo, fhi)
+	}
+	// b is the latest iterate, c the latest of the other sign, a the previous iterate.
+	a, b, c := lo, hi, lo
+	fa, fb, fc := flo, fhi, flo
+	d := b - a
+	e := d
+	for iter := 0; !stop.done(lo, hi, iter) && flo != 0; iter++ {
+		if (fb > 0) == (fc > 0) {
+			c, fc = a, fa
+			d = b - a
+			e = d
+		}
+		if math.Abs(fc) < math.Abs(fb) {
+			a, b, c = b, c, b
+			fa, fb, fc = fb, fc, fb
+		}
+		// The smallest step: a quarter of the stopping width (so that the last steps close
+		// the bracket instead of creeping toward b), and a few ulps.
+		tol := math.Max(stop.AbsTol, stop.RelTol*math.Abs(b)) / 4
+		tol = math.Max(tol, 4*math.Abs(math.Nextafter(b, c)-b))
+		xm := (c - b) / 2
+		if math.Abs(e) >= tol && math.Abs(fa) > math.Abs(fb) {
+			s := fb / fa
+			var p, q float64
+			if a == c { // secant
+				p, q = 2*xm*s, 1-s
+			} else { // inverse quadratic interpolation
+				qa, r := fa/fc, fb/fc
+				p = s * (2*xm*qa*(qa-r) - (b-a)*(r-1))
+				q = (qa - 1) * (r - 1) * (s - 1)
+			}
+			if p > 0 {
+				q = -q
+			}
+			p = math.Abs(p)
+			if 2*p < math.Min(3*xm*q-math.Abs(tol*q), math.Abs(e*q)) {
+				e, d = d, p/q
+			} else {
+				d, e = xm, xm
+			}
+		} else {
+			d, e = xm, xm
+		}
+		a, fa = b, fb
+		switch {
+		case math.Abs(d) > tol:
+			b += d
+		case xm > 0:
+			b += tol
+		default:
+			b -= tol
+		}
+		if !(lo < b && b < hi) { // never step outside the bracket
+			b = lo + (hi-lo)/2
+		}
+		var err error
+		if fb, err = f(b); err != nil {
+			return lo, hi, err
+		}
+		if fb > 0 {
+			hi, fhi = b, fb
+		} else {
+			lo, flo = b, fb
+		}
+	}
+	return lo, hi, nil
+}

@@ -133,3 +133,57 @@ func TestGoldenSection(t *testing.T) {
 		t.Errorf("min of −x on [0, 1]: x = %v, want 1", x)
 	}
 }
+
+// Brent brackets the root of smooth increasing functions with known roots (√2 of x² − 2,
+// ln 3 of eˣ − 3, the cube root of 10 of x³ − 10: their float64 values from the math
+// package), within the stopping rule, in far fewer evaluations than bisection; and keeps
+// the bracket contract (f(lo) ≤ 0 < f(hi)) on random monotone step-like functions.
+func TestBrent(t *testing.T) {
+	for _, c := range []struct {
+		f      func(float64) float64
+		lo, hi float64
+		root   float64
+	}{
+		{func(x float64) float64 { return x*x - 2 }, 1, 2, math.Sqrt2},
+		{func(x float64) float64 { return math.Exp(x) - 3 }, 0, 5, math.Log(3)},
+		{func(x float64) float64 { return x*x*x - 10 }, 0, 10, math.Cbrt(10)},
+	} {
+		n := 0
+		f := func(x float64) (float64, error) { n++; return c.f(x), nil }
+		lo, hi, err := Brent(c.lo, c.hi, c.f(c.lo), c.f(c.hi), f, Stop{RelTol: 1e-13})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(c.f(lo) <= 0 && c.f(hi) > 0) || hi-lo > 1e-13*hi {
+			t.Errorf("bracket [%v, %v] (f = %g, %g)", lo, hi, c.f(lo), c.f(hi))
+		}
+		if math.Abs(lo-c.root) > 2e-13*c.root {
+			t.Errorf("root %v, want %v", lo, c.root)
+		}
+		if n > 20 {
+			t.Errorf("%d evaluations (bisection: ~45)", n)
+		}
+	}
+	rapid.Check(t, func(r *rapid.T) {
+		th := rapid.Float64Range(-10, 10).Draw(r, "threshold")
+		slope := rapid.Float64Range(1e-3, 1e3).Draw(r, "slope")
+		jump := rapid.Float64Range(0, 5).Draw(r, "jump")
+		f := func(x float64) float64 {
+			v := slope * (x - th)
+			if x > th {
+				v += jump
+			}
+			return v
+		}
+		lo, hi, err := Brent(-20, 20, f(-20), f(20), func(x float64) (float64, error) { return f(x), nil }, Stop{AbsTol: 1e-9})
+		if err != nil {
+			r.Fatal(err)
+		}
+		if !(f(lo) <= 0 && f(hi) > 0 && lo <= th && th <= hi) || (hi-lo > 1e-9 && f(lo) != 0) {
+			r.Fatalf("bracket [%v, %v] for threshold %v (f = %g, %g)", lo, hi, th, f(lo), f(hi))
+		}
+	})
+	if _, _, err := Brent(0, 1, 1, 2, nil, Stop{}); !errors.Is(err, ErrBracket) {
+		t.Errorf("no sign change accepted: %v", err)
+	}
+}
