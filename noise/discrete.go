@@ -12,7 +12,7 @@ import (
 // Algorithm 1). den must be > 0.
 func BernoulliExp(src Source, num, den uint64) (bool, error) {
 	if den == 0 {
-		return false, &dpkit.ParamError{Name: "den", Value: den, Want: "an integer > 0"}
+		return false, &dpkit.ParamError{Pkg: "noise", Name: "den", Value: den, Want: "an integer > 0"}
 	}
 	r := bitReader{src: src}
 	return r.bernoulliExp(num, den), nil
@@ -43,7 +43,7 @@ const (
 // bits above 2^−63). Rate reports the value used. rate must be in [MinRate, MaxRate].
 func NewDiscreteLaplace(rate float64) (*DiscreteLaplace, error) {
 	if math.IsNaN(rate) || rate < MinRate || rate > MaxRate {
-		return nil, &dpkit.ParamError{Name: "rate", Value: rate, Want: fmt.Sprintf("in [%g, %g]", MinRate, MaxRate)}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "rate", Value: rate, Want: fmt.Sprintf("in [%g, %g]", MinRate, MaxRate)}
 	}
 	// Shift so that num < 2^63: den = 2^k with k ≤ 63.
 	k := 63
@@ -128,7 +128,7 @@ const MaxSigma = 1 << 31
 // NewDiscreteGaussian returns the discrete Gaussian with parameter σ ∈ [1, MaxSigma].
 func NewDiscreteGaussian(sigma uint64) (*DiscreteGaussian, error) {
 	if sigma < 1 || sigma > MaxSigma {
-		return nil, &dpkit.ParamError{Name: "sigma", Value: sigma, Want: fmt.Sprintf("an integer in [1, %d]", uint64(MaxSigma))}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "sigma", Value: sigma, Want: fmt.Sprintf("an integer in [1, %d]", uint64(MaxSigma))}
 	}
 	return &DiscreteGaussian{
 		sigma: sigma,

@@ -22,7 +22,7 @@ func Uniform(src Source, n uint64) uint64 {
 // p must be in [0, 1].
 func Bernoulli(src Source, p float64) (bool, error) {
 	if math.IsNaN(p) || p < 0 || p > 1 {
-		return false, &dpkit.ParamError{Name: "p", Value: p, Want: "in [0, 1]"}
+		return false, &dpkit.ParamError{Pkg: "noise", Name: "p", Value: p, Want: "in [0, 1]"}
 	}
 	r := bitReader{src: src}
 	return r.bernoulliFloat(p), nil
@@ -80,7 +80,7 @@ func (r *bitReader) lessN(q uint64, c uint) (less, decided bool) {
 // rate. x must be finite, ≥ 0 and < 2^62.
 func Dyadic(x float64) (num, den uint64, err error) {
 	if math.IsNaN(x) || x < 0 || x >= 0x1p62 {
-		return 0, 0, &dpkit.ParamError{Name: "x", Value: x, Want: "in [0, 2^62)"}
+		return 0, 0, &dpkit.ParamError{Pkg: "noise", Name: "x", Value: x, Want: "in [0, 2^62)"}
 	}
 	k := 63
 	for k > 0 && math.Ldexp(x, k) >= 0x1p63 {
@@ -95,7 +95,7 @@ func Dyadic(x float64) (num, den uint64, err error) {
 func BernoulliExpFloat(src Source, gamma float64) (bool, error) {
 	num, den, err := Dyadic(gamma)
 	if err != nil {
-		return false, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "in [0, 2^62)"}
+		return false, &dpkit.ParamError{Pkg: "noise", Name: "gamma", Value: gamma, Want: "in [0, 2^62)"}
 	}
 	r := bitReader{src: src}
 	return r.bernoulliExp(num, den), nil
@@ -108,7 +108,7 @@ func BernoulliExpFloat(src Source, gamma float64) (bool, error) {
 // mechanism, with fractions num/2^63) sample exactly without overflow. den must be > 0.
 func BernoulliExpSum(src Source, whole, num, den uint64) (bool, error) {
 	if den == 0 {
-		return false, &dpkit.ParamError{Name: "den", Value: den, Want: "an integer > 0"}
+		return false, &dpkit.ParamError{Pkg: "noise", Name: "den", Value: den, Want: "an integer > 0"}
 	}
 	r := bitReader{src: src}
 	for ; whole > 0; whole-- {

@@ -21,7 +21,7 @@ type HeavyTail struct{ gamma float64 }
 // NewHeavyTail returns the distribution for γ finite and > 1.
 func NewHeavyTail(gamma float64) (*HeavyTail, error) {
 	if math.IsNaN(gamma) || math.IsInf(gamma, 0) || gamma <= 1 {
-		return nil, &dpkit.ParamError{Name: "gamma", Value: gamma, Want: "a finite number > 1"}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "gamma", Value: gamma, Want: "a finite number > 1"}
 	}
 	return &HeavyTail{gamma: gamma}, nil
 }

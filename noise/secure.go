@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/numeric"
 )
 
 // Secure continuous noise (Mironov 2012, "On significance of the least significant bits
@@ -30,6 +31,7 @@ import (
 const (
 	gridBits  = 40      // target Δ/g ≈ 2^gridBits
 	maxGridT  = 1 << 48 // largest Laplace scale in grid units
+	maxGridD  = 50      // D = ⌈Δ/g⌉ ≤ 2^maxGridD (a large ε or Δ/σ coarsens the grid instead)
 	clampGrid = 1 << 60 // |x'| ≤ clampGrid
 )
 
@@ -75,7 +77,7 @@ func unsnap(n int64, k int) float64 {
 
 func checkGrid(k int, name string, v float64) error {
 	if k < -1022 || k > 1023-62 {
-		return &dpkit.ParamError{Name: name, Value: v, Want: "a value whose grid 2^k (k = ⌊log2⌋ − 40) is a normal float64 with room for 2^62 steps"}
+		return &dpkit.ParamError{Pkg: "noise", Name: name, Value: v, Want: "a value whose grid 2^k (k = ⌊log2⌋ − 40) is a normal float64 with room for 2^62 steps"}
 	}
 	return nil
 }
@@ -107,32 +109,38 @@ func NewSecureLaplace(sensitivity, epsilon float64) (*SecureLaplace, error) {
 // Σ⌈|a_i|⌉ ≤ ⌈A⌉ + dims − 1). dims must be in [1, 2^20].
 func NewSecureLaplaceL1(sensitivity, epsilon float64, dims int) (*SecureLaplace, error) {
 	if dims < 1 || dims > 1<<20 {
-		return nil, &dpkit.ParamError{Name: "dims", Value: dims, Want: "an integer in [1, 2^20]"}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "dims", Value: dims, Want: "an integer in [1, 2^20]"}
 	}
-	if err := dpkit.CheckPositive("sensitivity", sensitivity); err != nil {
+	if err := dpkit.InPackage("noise", dpkit.CheckPositive("sensitivity", sensitivity)); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckPositive("epsilon", epsilon); err != nil {
+	if err := dpkit.InPackage("noise", dpkit.CheckPositive("epsilon", epsilon)); err != nil {
 		return nil, err
 	}
 	b := sensitivity / epsilon
 	if math.IsInf(b, 0) || b == 0 {
-		return nil, &dpkit.ParamError{Name: "epsilon", Value: epsilon, Want: "Δ/ε finite and > 0 in float64"}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "epsilon", Value: epsilon, Want: "Δ/ε finite and > 0 in float64"}
 	}
 	k := log2Floor(math.Min(sensitivity, b)) - gridBits
 	if lc := log2Ceil(b) - 47; k < lc { // keep t = b/g ≤ 2^48
+		k = lc
+	}
+	if lc := log2Ceil(sensitivity) - maxGridD; k < lc { // keep D = ⌈Δ/g⌉ ≤ 2^50 (large ε)
 		k = lc
 	}
 	if err := checkGrid(k, "sensitivity", sensitivity); err != nil {
 		return nil, err
 	}
 	d := uint64(math.Ceil(math.Ldexp(sensitivity, -k))) + uint64(dims-1) // Δ/g exact; ⌈⌉ exact
-	t := uint64(math.Ceil(float64(d) / epsilon))
-	for float64(t)*epsilon < float64(d) || math.FMA(float64(t), epsilon, -float64(d)) < 0 {
-		t++ // make t·ε ≥ D exactly (t < 2^53, so float64(t) is exact)
+	// t = ⌈D/ε⌉ is checked as a float64 before it is converted: beyond 2^64 the
+	// conversion is undefined (it once made this loop run forever at ε = 5e-20).
+	tf := math.Ceil(float64(d) / epsilon)
+	if !(tf >= 1 && tf <= maxGridT) {
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "epsilon", Value: epsilon, Want: fmt.Sprintf("large enough that the grid scale ⌈D/ε⌉ is at most 2^48 (here ε ≥ %g for sensitivity %g)", float64(d)/maxGridT, sensitivity)}
 	}
-	if t < 1 || t > maxGridT {
-		return nil, &dpkit.ParamError{Name: "epsilon", Value: epsilon, Want: "ε large enough that the grid scale ⌈D/ε⌉ is at most 2^48"}
+	t := uint64(tf)
+	for float64(t)*epsilon < float64(d) || math.FMA(float64(t), epsilon, -float64(d)) < 0 {
+		t++ // make t·ε ≥ D exactly (t ≤ 2^48 + 1, so float64(t) is exact)
 	}
 	return &SecureLaplace{k: k, d: d, t: t, lap: DiscreteLaplace{rate: 1 / float64(t), num: 1, den: t}}, nil
 }
@@ -193,14 +201,17 @@ type SecureGaussian struct {
 
 // NewSecureGaussian returns the sampler for sensitivity Δ > 0 and σ > 0 (finite).
 func NewSecureGaussian(sensitivity, sigma float64) (*SecureGaussian, error) {
-	if err := dpkit.CheckPositive("sensitivity", sensitivity); err != nil {
+	if err := dpkit.InPackage("noise", dpkit.CheckPositive("sensitivity", sensitivity)); err != nil {
 		return nil, err
 	}
-	if err := dpkit.CheckPositive("sigma", sigma); err != nil {
+	if err := dpkit.InPackage("noise", dpkit.CheckPositive("sigma", sigma)); err != nil {
 		return nil, err
 	}
 	k := log2Floor(math.Min(sensitivity, sigma)) - 30
 	if lc := log2Ceil(sigma) - 31; k < lc { // keep S ≤ 2^31
+		k = lc
+	}
+	if lc := log2Ceil(sensitivity) - maxGridD; k < lc { // keep D ≤ 2^50 (Δ ≫ σ)
 		k = lc
 	}
 	if err := checkGrid(k, "sensitivity", sensitivity); err != nil {
@@ -242,7 +253,7 @@ func NewSecureGaussian(sensitivity, sigma float64) (*SecureGaussian, error) {
 // optimised numerically and the result rounded up.
 func NewSecureGaussianL2(sensitivity, sigma float64, dims int) (*SecureGaussian, error) {
 	if dims < 1 || dims > 1<<20 {
-		return nil, &dpkit.ParamError{Name: "dims", Value: dims, Want: "an integer in [1, 2^20]"}
+		return nil, &dpkit.ParamError{Pkg: "noise", Name: "dims", Value: dims, Want: "an integer in [1, 2^20]"}
 	}
 	s, err := NewSecureGaussian(sensitivity, sigma)
 	if err != nil || dims == 1 {
@@ -329,22 +340,9 @@ func cdpDelta(rho, eps float64) float64 {
 		return t1 + t2 + t3, math.Abs(t1) + math.Abs(t2) + math.Abs(t3)
 	}
 	lo, hi := math.Log(1e-9), math.Log(math.Max(4, 4*(eps+1)/rho))
-	const phi = 0.6180339887498949
-	x1, x2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
 	f := func(x float64) float64 { v, _ := logd(1 + math.Exp(x)); return v }
-	f1, f2 := f(x1), f(x2)
-	for range 200 {
-		if f1 < f2 {
-			hi, x2, f2 = x2, x1, f1
-			x1 = hi - phi*(hi-lo)
-			f1 = f(x1)
-		} else {
-			lo, x1, f1 = x1, x2, f2
-			x2 = lo + phi*(hi-lo)
-			f2 = f(x2)
-		}
-	}
-	v, mag := logd(1 + math.Exp(x1))
+	x, _ := numeric.GoldenSection(f, lo, hi, 0, 200)
+	v, mag := logd(1 + math.Exp(x))
 	d := math.Exp(v + 1e-12*(mag+1))
 	return math.Max(math.Min(d, 1), math.SmallestNonzeroFloat64)
 }
@@ -359,7 +357,7 @@ func cdpDelta(rho, eps float64) float64 {
 // 1e-12 relative. β must be in (0, 1).
 func (s *SecureGaussian) NormBound(beta float64) (float64, error) {
 	if math.IsNaN(beta) || beta <= 0 || beta >= 1 {
-		return 0, &dpkit.ParamError{Name: "beta", Value: beta, Want: "in (0, 1)"}
+		return 0, &dpkit.ParamError{Pkg: "noise", Name: "beta", Value: beta, Want: "in (0, 1)"}
 	}
 	return normBound(float64(s.gauss.sigma), s.Dims(), beta), nil
 }
@@ -374,11 +372,17 @@ func discreteGaussianDelta(S, D, eps float64) float64 {
 	// δ is the largest value of P[Y ≤ c] − e^ε P[Y ≤ c − D] over integers c, reached at
 	// the largest c below w = D/2 − εS²/D; w is rounded, so the neighbours of that c
 	// are tried too.
+	//
+	// The neighbours are counted by an integer offset: c0 itself may be beyond 2^53,
+	// where c0 + 1 == c0 (a float loop counter there never ended, at ε = 10^7 for
+	// Δ = σ = 1). Past 2^52 in size, c0 is rounded by up to one; but then w is at least
+	// 2^52/S ≥ 2^21 standard deviations below 0 (D ≤ 2^50, S ≤ 2^31), where every term
+	// is 0 in float64 and the result is the smallest positive float64, an upper bound.
 	w := D/2 - eps*S*S/D
 	c0 := math.Ceil(w) - 1
 	best := 0.0
-	for c := c0 - 1; c <= c0+1; c++ {
-		best = math.Max(best, gaussianTailBound(S, D, eps, c))
+	for i := -1; i <= 1; i++ {
+		best = math.Max(best, gaussianTailBound(S, D, eps, c0+float64(i)))
 	}
 	return math.Max(math.Min(best, 1), math.SmallestNonzeroFloat64)
 }

@@ -262,3 +262,38 @@ func TestDeltaBound(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24: NewSecureLaplace looped forever when ⌈D/ε⌉ ≥ 2^64 (ε = 5e-20), the grid
+// sensitivity D overflowed uint64 at ε ≳ 10^7, and DeltaBound(10^7) of
+// NewSecureGaussian(1, 1) never returned (a float64 loop counter past 2^53). Each now
+// returns: a clear error for a grid scale beyond 2^48, D ≤ 2^50 + dims with ε' = D/t ≤ ε
+// at any large ε, and a δ bound (the smallest positive float64: the true value is 0 to
+// within e^−(2^40)).
+func TestSecureExtremes(t *testing.T) {
+	for _, eps := range []float64{5e-20, 1e-300} {
+		if _, err := NewSecureLaplace(1, eps); err == nil {
+			t.Errorf("ε = %g: accepted, want an error naming the grid scale", eps)
+		}
+	}
+	for _, eps := range []float64{1e7, 1e12, 1e300} {
+		s, err := NewSecureLaplace(1, eps)
+		if err != nil {
+			t.Fatalf("ε = %g: %v", eps, err)
+		}
+		if s.GridSensitivity() > 1<<50 || s.Epsilon() > eps || s.GridScale() < 1 {
+			t.Errorf("ε = %g: D = %d, t = %d, ε' = %g", eps, s.GridSensitivity(), s.GridScale(), s.Epsilon())
+		}
+	}
+	g, err := NewSecureGaussian(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eps := range []float64{1e7, 1e12, 1e300} {
+		if d := g.DeltaBound(eps); d != math.SmallestNonzeroFloat64 {
+			t.Errorf("DeltaBound(%g) = %g, want the smallest positive float64", eps, d)
+		}
+	}
+	if g, err := NewSecureGaussian(1e300, 1); err != nil || g.GridSensitivity() > 1<<50 {
+		t.Errorf("Δ/σ = 1e300: %v, D = %d", err, g.GridSensitivity())
+	}
+}
