@@ -68,7 +68,7 @@ func Region(th Theorem, ms []Mech, opts *Options) ([]dpkit.Budget, error) {
 	}
 	s := newStats(ms)
 	if th == Basic {
-		return []dpkit.Budget{{Epsilon: s.sumEps, Delta: math.Min(1, s.sumDelta)}}, nil
+		return []dpkit.Budget{{Epsilon: sumEps(ms), Delta: math.Min(1, s.sumDelta)}}, nil
 	}
 	var out []dpkit.Budget
 	for i := 0; i < 200; i++ {
@@ -76,9 +76,9 @@ func Region(th Theorem, ms []Mech, opts *Options) ([]dpkit.Budget, error) {
 		var total float64
 		switch th {
 		case DRV:
-			total = s.sumDelta + dt
+			total = s.up(s.sumDelta + dt)
 		case KOV:
-			total = s.floor + s.keep*dt
+			total = s.up(s.ev.floorUp + s.ev.keepUp*dt)
 		default:
 			return nil, unknownTheorem(th)
 		}

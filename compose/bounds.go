@@ -10,7 +10,8 @@ import (
 // stats holds the sums the closed-form theorems need.
 type stats struct {
 	sumEps, sumDelta, sumEps2, drvDrift, kovDrift float64
-	floor, keep                                   float64
+	ev                                            deltaEvents
+	n                                             int // the number of terms of each sum
 }
 
 func newStats(ms []Mech) stats {
@@ -18,22 +19,26 @@ func newStats(ms []Mech) stats {
 	for _, m := range ms {
 		c := float64(m.Count)
 		s.sumEps += c * m.Epsilon
-		s.sumDelta += c * m.Delta
 		s.sumEps2 += c * m.Epsilon * m.Epsilon
 		s.drvDrift += c * m.Epsilon * math.Expm1(m.Epsilon)
 		s.kovDrift += c * m.Epsilon * math.Tanh(m.Epsilon/2) // (e^ε−1)/(e^ε+1) = tanh(ε/2)
 	}
-	s.floor, s.keep = floorKeep(ms)
+	s.sumDelta = sumDelta(ms) // exact, rounded up
+	s.ev = newDeltaEvents(ms)
+	s.n = len(ms)
 	return s
 }
 
-// up rounds a closed-form value up by a few ulps, so that float evaluation of the
-// formula never reports less than its exact value.
-func up(x float64) float64 {
+// up rounds a closed-form value up past its rounding error, so that float evaluation of
+// the formula never reports less than its exact value: the sums of n non-negative terms
+// err by at most (n + 4)u relative, and each formula adds a few more roundings (the
+// square root, logarithm and exponential each within an ulp, their arguments' errors
+// shrunk or kept): (n + 32)u covers them.
+func (s stats) up(x float64) float64 {
 	if math.IsInf(x, 0) || x == 0 {
 		return x
 	}
-	return x + math.Abs(x)*0x1p-49
+	return math.Nextafter(x+math.Abs(x)*float64(s.n+32)*u, math.Inf(1))
 }
 
 // EpsilonBy returns the total ε that theorem th guarantees at total δ:
@@ -61,26 +66,26 @@ func EpsilonBy(th Theorem, ms []Mech, delta float64, opts *Options) (Result, err
 	var eps float64
 	switch th {
 	case Basic:
-		if delta < s.sumDelta {
-			return Result{}, infeasible("basic composition needs delta ≥ Σ δ_ℓ = %v (got %g)", s.sumDelta, delta)
+		if sd := s.sumDelta; delta < sd {
+			return Result{}, infeasible("basic composition needs delta ≥ Σ δ_ℓ = %v (got %g)", sd, delta)
 		}
-		eps = s.sumEps
+		eps = sumEps(ms)
 	case DRV:
-		dt := delta - s.sumDelta
+		dt := (delta - s.sumDelta) * (1 - 2*u)
 		if dt <= 0 {
 			return Result{}, infeasible("DRV advanced composition needs delta > Σ δ_ℓ = %v (got %g)", s.sumDelta, delta)
 		}
-		eps = up(s.drvDrift + math.Sqrt(2*s.sumEps2*math.Log(1/math.Min(dt, 1))))
+		eps = s.up(s.drvDrift + math.Sqrt(2*s.sumEps2*math.Log(1/math.Min(dt, 1))))
 	case KOV:
-		if delta < s.floor {
-			return Result{}, infeasible("total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %v", delta, s.floor)
+		if delta < s.ev.floorUp {
+			return Result{}, infeasible("total delta %g is below the floor 1 − Π(1 − δ_ℓ) = %v", delta, s.ev.floorUp)
 		}
-		eps = s.sumEps
-		if dt := (delta - s.floor) / s.keep; dt > 0 && s.keep > 0 {
+		eps = sumEps(ms)
+		if dt := (delta - s.ev.floorUp) / s.ev.keepUp * (1 - 4*u); dt > 0 && s.ev.keepUp > 0 {
 			dt = math.Min(dt, 1)
 			a := s.kovDrift + math.Sqrt(2*s.sumEps2*math.Log(math.E+math.Sqrt(s.sumEps2)/dt))
 			b := s.kovDrift + math.Sqrt(2*s.sumEps2*math.Log(1/dt))
-			eps = math.Min(eps, up(math.Min(a, b)))
+			eps = math.Min(eps, s.up(math.Min(a, b)))
 		}
 	default:
 		return Result{}, unknownTheorem(th)
@@ -105,29 +110,31 @@ func DeltaBy(th Theorem, ms []Mech, eps float64, opts *Options) (Result, error) 
 	delta := 1.0
 	switch th {
 	case Basic:
-		if eps >= s.sumEps {
-			delta = math.Min(1, up(s.sumDelta))
+		if eps >= sumEps(ms) {
+			delta = math.Min(1, s.sumDelta)
 		}
 	case DRV:
-		if x := eps - s.drvDrift; x > 0 && s.sumEps2 > 0 {
-			delta = math.Min(1, up(s.sumDelta+math.Exp(-x*x/(2*s.sumEps2))))
+		// The drift is rounded up, and x = ε − drift with it: x is at most the exact one.
+		if x := eps - s.up(s.drvDrift); x > 0 && s.sumEps2 > 0 {
+			delta = math.Min(1, s.up(s.sumDelta+s.up(math.Exp(-x*x/(2*s.up(s.sumEps2))))))
 		} else if s.sumEps2 == 0 {
-			delta = math.Min(1, up(s.sumDelta))
+			delta = math.Min(1, s.sumDelta)
 		}
 	case KOV:
 		dt := 1.0
-		switch x := eps - s.kovDrift; {
-		case eps >= s.sumEps:
+		switch x := eps - s.up(s.kovDrift); {
+		case eps >= sumEps(ms):
 			dt = 0
 		case x > 0:
-			X := x * x / (2 * s.sumEps2)
-			dt = math.Exp(-X) // third term: ln(1/δ̃) ≤ X
-			if X > 1 {        // second term: ln(e + √S/δ̃) ≤ X
-				dt = math.Min(dt, math.Sqrt(s.sumEps2)/(math.Exp(X)-math.E))
+			S := s.up(s.sumEps2)
+			X := x * x / (2 * S) * (1 - 4*u) // rounded down: δ̃ up
+			dt = math.Exp(-X)                // third term: ln(1/δ̃) ≤ X
+			if X > 1 {                       // second term: ln(e + √S/δ̃) ≤ X
+				dt = math.Min(dt, math.Sqrt(S)/(math.Exp(X)-math.E))
 			}
-			dt = math.Min(1, up(dt))
+			dt = math.Min(1, s.up(dt))
 		}
-		delta = math.Min(1, up(s.floor+s.keep*dt))
+		delta = math.Min(1, s.up(s.ev.floorUp+s.ev.keepUp*dt))
 	default:
 		return Result{}, unknownTheorem(th)
 	}

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"math"
 
 	"github.com/dpkit/dpkit/pld"
@@ -13,21 +14,21 @@ import (
 // of the true pair); repeated ε are self-composed on lattices aligned with them. Both
 // err to second order in the spacing, which is refined until the width at the target
 // (the conditional δ of targetDelta, or the δ at targetEps) meets the tolerance.
-func (c *Curve) bracket(eps []float64, counts []int64, targetDelta float64, targetEps []float64) error {
+func (c *Curve) bracket(ctx context.Context, eps []float64, counts []int64, targetDelta float64, targetEps []float64) error {
 	t := 1e-6
-	if targetDelta > c.floor && targetDelta < 1 && c.keep > 0 {
-		t = (targetDelta - c.floor) / c.keep
+	if targetDelta > c.ev.floorUp && targetDelta < 1 && c.ev.keepUp > 0 {
+		t = (targetDelta - c.ev.floorUp) / c.ev.keepUp
 	}
 	t = math.Min(math.Max(t, 1e-300), 0.5)
 	items := make([]pld.Item, len(eps))
 	for i, e := range eps {
 		items[i] = pld.Item{Mechanism: pld.EpsilonDelta{Epsilon: e}, Count: counts[i]}
 	}
-	o := &pld.Options{Tolerance: c.tol, Delta: t}
+	o := &pld.Options{Tolerance: c.tol, Delta: t, Progress: c.progress}
 	if targetDelta == 0 && len(targetEps) > 0 {
 		o.Epsilon = targetEps[0]
 	}
-	comp, err := pld.Compose(items, o)
+	comp, err := pld.ComposeContext(ctx, items, o)
 	if err != nil {
 		return err
 	}
@@ -38,8 +39,8 @@ func (c *Curve) bracket(eps []float64, counts []int64, targetDelta float64, targ
 
 // width returns the relative width of the ε bracket at total δ (1e-6 if unknown).
 func (c *Curve) width(delta float64) float64 {
-	if delta <= c.floor || delta >= 1 {
-		delta = c.floor + c.keep*1e-6
+	if delta <= c.ev.floorUp || delta >= 1 {
+		delta = c.ev.floorUp + c.ev.keepUp*1e-6
 	}
 	u, l, err := c.Epsilon(delta)
 	if err != nil || u == 0 {

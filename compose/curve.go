@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -10,28 +11,41 @@ import (
 )
 
 // DefaultTolerance is the relative width (upper − lower)/upper of the certified bracket
-// when the ε values are too many and too distinct for exact evaluation.
-const DefaultTolerance = 1e-6
+// aimed for when the ε values are too many and too distinct for exact evaluation and
+// the caller sets no Tolerance: the accounting core's one default, pld.DefaultTolerance.
+const DefaultTolerance = pld.DefaultTolerance
 
 // maxExactAtoms bounds the support enumerated by the exact product of binomials.
 const maxExactAtoms = 2_000_000
 
 // Options tunes NewCurve and the functions built on it. The zero value is ready to use.
 type Options struct {
-	// Tolerance is the largest relative width (upper − lower)/upper accepted for a
-	// certified bracket; 0 means DefaultTolerance. It must be in (0, 1).
+	// Tolerance, in (0, 1), forces the relative width (upper − lower)/upper of a
+	// certified bracket (workloads with many distinct ε; exact curves have none): the
+	// lattice is refined until it is met or cannot be refined further. 0 is the adaptive
+	// default: aim for DefaultTolerance while the refinement fits in pld.DefaultWork (about
+	// a second), and report the width reached (Result.Lower, Curve.Width).
 	Tolerance float64
+	// Progress, when set, is called as a bracket is computed (see pld.Options.Progress).
+	Progress func(done, total int64)
 }
 
 func (o *Options) tolerance() (float64, error) {
 	if o == nil || o.Tolerance == 0 {
-		return DefaultTolerance, nil
+		return 0, nil
 	}
 	t := o.Tolerance
 	if math.IsNaN(t) || t <= 0 || t >= 1 {
-		return 0, &dpkit.ParamError{Name: "tolerance", Value: t, Want: "in (0, 1)"}
+		return 0, &dpkit.ParamError{Pkg: "compose", Name: "tolerance", Value: t, Want: "in (0, 1), or 0 for the adaptive default"}
 	}
 	return t, nil
+}
+
+func (o *Options) progress() func(done, total int64) {
+	if o == nil {
+		return nil
+	}
+	return o.Progress
 }
 
 // Curve is the optimal privacy curve δ(ε) of a composition of (ε_ℓ, δ_ℓ)-DP mechanisms
@@ -39,14 +53,15 @@ func (o *Options) tolerance() (float64, error) {
 // (a valid guarantee) and a certified lower curve (below the optimum).
 type Curve struct {
 	mechs        []Mech
-	floor, keep  float64
+	ev           deltaEvents
 	maxLoss      float64
 	upper, lower *pld.Discrete
 	// cond is the bracketed curve conditioned on no δ-event (nil when exact): its
 	// intersected lattice brackets replace upper and lower in Delta and Epsilon.
-	cond  *pld.Composition
-	exact bool
-	tol   float64
+	cond     *pld.Composition
+	exact    bool
+	tol      float64 // 0: adaptive
+	progress func(done, total int64)
 }
 
 // NewCurve computes the optimal composition curve of the workload ms. With few distinct
@@ -54,12 +69,17 @@ type Curve struct {
 // fine enough for the tolerance at the δ values of interest (targetDelta hints where the
 // curve will be read: pass the total δ you will ask Epsilon for, or 0 if unknown).
 func NewCurve(ms []Mech, opts *Options) (*Curve, error) {
-	return newCurve(ms, opts, 0)
+	return newCurve(context.Background(), ms, opts, 0)
+}
+
+// NewCurveContext is NewCurve, stopping with ctx.Err() soon after ctx is done.
+func NewCurveContext(ctx context.Context, ms []Mech, opts *Options) (*Curve, error) {
+	return newCurve(ctx, ms, opts, 0)
 }
 
 // newCurve builds the curve; targetDelta (or targetEps when targetDelta is 0) says where
 // the caller will read it, to size binomial windows and to measure a bracket's width.
-func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float64) (*Curve, error) {
+func newCurve(ctx context.Context, ms []Mech, opts *Options, targetDelta float64, targetEps ...float64) (*Curve, error) {
 	if err := validate(ms); err != nil {
 		return nil, err
 	}
@@ -68,8 +88,8 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float6
 		return nil, err
 	}
 	g := Group(ms)
-	c := &Curve{mechs: g, tol: tol, maxLoss: sumEps(g), exact: true}
-	c.floor, c.keep = floorKeep(g)
+	c := &Curve{mechs: g, tol: tol, progress: opts.progress(), maxLoss: sumEps(g), exact: true}
+	c.ev = newDeltaEvents(g)
 
 	// Only ε > 0 steps carry privacy loss beyond their δ-events; merge equal ε.
 	byEps := map[float64]int64{}
@@ -93,12 +113,12 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float6
 		c.upper = &pld.Discrete{Loss: []float64{0}, Mass: []float64{1}}
 		c.lower = c.upper
 	case len(eps) == 1:
-		c.upper, c.lower = pld.CanonicalComposition(eps[0], counts[0], tailFor(c, targetDelta))
+		c.upper, c.lower = pld.CanonicalCompositionPositive(eps[0], counts[0], tailFor(c, targetDelta))
 	case exactSize(eps, counts) <= maxExactAtoms:
 		c.upper, c.lower = exactProduct(eps, counts)
 	default:
 		c.exact = false
-		if err := c.bracket(eps, counts, targetDelta, targetEps); err != nil {
+		if err := c.bracket(ctx, eps, counts, targetDelta, targetEps); err != nil {
 			return nil, err
 		}
 	}
@@ -106,14 +126,15 @@ func newCurve(ms []Mech, opts *Options, targetDelta float64, targetEps ...float6
 }
 
 // tailFor returns how far (in e-folds below the mode) a single binomial window must
-// reach: TailFine when the target is unknown; otherwise 60 e-folds beyond the target
-// conditional δ, so the moved tail over-states δ by at most a relative e^-60 ≈ 1e-26.
+// reach: TailFine when the target is unknown; otherwise 36 e-folds beyond the target
+// conditional δ, so the moved tail over-states δ by at most a relative e^-36 ≈ 2e-16,
+// far below the masses' own error bound (pld.MassRelErr).
 func tailFor(c *Curve, targetDelta float64) float64 {
-	if targetDelta <= c.floor || targetDelta >= 1 || c.keep == 0 {
+	if targetDelta <= c.ev.floorUp || targetDelta >= 1 || c.ev.keepUp == 0 {
 		return pld.TailFine
 	}
-	t := (targetDelta - c.floor) / c.keep
-	return math.Min(pld.TailFine, math.Log(1/t)+60)
+	t := (targetDelta - c.ev.floorUp) / c.ev.keepUp
+	return math.Min(pld.TailFine, math.Log(1/t)+36)
 }
 
 // exactSize estimates the number of atoms of the product of the binomial windows.
@@ -150,8 +171,9 @@ func exactProduct(eps []float64, counts []int64) (upper, lower *pld.Discrete) {
 // package) rather than a bracket.
 func (c *Curve) Exact() bool { return c.exact }
 
-// Floor returns 1 − Π(1 − δ_ℓ): no total ε brings δ below it.
-func (c *Curve) Floor() float64 { return c.floor }
+// Floor returns 1 − Π(1 − δ_ℓ), rounded up (see compose.Floor): no total ε brings δ
+// below it, and every δ at or above it is reached at some ε ≤ MaxEpsilon().
+func (c *Curve) Floor() float64 { return c.ev.floorUp }
 
 // MaxEpsilon returns Σ ε_ℓ, the largest privacy loss: δ(ε) = Floor() for ε ≥ MaxEpsilon.
 func (c *Curve) MaxEpsilon() float64 { return c.maxLoss }
@@ -161,19 +183,20 @@ func (c *Curve) MaxEpsilon() float64 { return c.maxLoss }
 //
 //	δ(ε) = 1 − Π(1−δ_ℓ) + Π(1−δ_ℓ) · E[(1 − e^(ε − L))₊]
 //
-// For an exact curve upper and lower agree to about 1e-12 relative. Special cases:
-// Delta(ε ≥ MaxEpsilon()) = Floor(); ε must be finite and ≥ 0.
+// Both are rounded outward. For an exact curve upper and lower agree to about 1e-12
+// relative. Special cases: Delta(ε ≥ MaxEpsilon()) = Floor() (and the floor rounded down
+// as lower); ε must be finite and ≥ 0.
 func (c *Curve) Delta(eps float64) (upper, lower float64, err error) {
 	if err := dpkit.CheckEpsilon("epsilon", eps); err != nil {
-		return 0, 0, err
+		return 0, 0, dpkit.InPackage("compose", err)
 	}
 	if eps >= c.maxLoss {
-		return c.floor, c.floor, nil
+		return c.ev.floorUp, c.ev.floorDown, nil
 	}
 	du, dl := c.condDelta(eps)
-	upper = c.floor + c.keep*du
+	upper = c.ev.floorUp + c.ev.keepUp*du
 	upper = math.Min(1, math.Nextafter(math.Nextafter(upper, 2), 2))
-	lower = math.Max(c.floor, c.floor+c.keep*dl)
+	lower = math.Max(c.ev.floorDown, c.ev.floorDown+c.ev.keepDown*dl)
 	lower = math.Max(0, math.Nextafter(math.Nextafter(lower, -1), -1))
 	if lower > upper {
 		lower = upper
@@ -187,15 +210,20 @@ func (c *Curve) Delta(eps float64) (upper, lower float64, err error) {
 // dpkit.ErrInfeasible) names the floor.
 func (c *Curve) Epsilon(delta float64) (upper, lower float64, err error) {
 	if err := dpkit.CheckDelta("delta", delta); err != nil {
-		return 0, 0, err
+		return 0, 0, dpkit.InPackage("compose", err)
 	}
-	if delta < c.floor {
-		return 0, 0, belowFloor(delta, c.floor)
+	if delta < c.ev.floorUp {
+		return 0, 0, belowFloor(delta, c.ev.floorUp)
 	}
 	upper = c.maxLoss
-	if t := (delta - c.floor) / c.keep; c.keep > 0 {
-		// Invert the upper curve, then confirm with the full formula (rounded up).
-		e, el := c.condEpsilon(t)
+	if c.ev.keepUp > 0 {
+		// Conditional targets rounded so that the upper one is met surely and the lower
+		// one over-states the truth.
+		tUp := (delta - c.ev.floorUp) / c.ev.keepUp * (1 - 4*u)
+		tLow := (delta - c.ev.floorDown) / c.ev.keepDown * (1 + 4*u)
+		e := c.condEpsilonUpper(tUp)
+		el := c.condEpsilonLower(tLow)
+		// Confirm with the full formula (rounded up).
 		for i := 0; e < upper && i < 64; i++ {
 			d, _, _ := c.Delta(e)
 			if d <= delta {
@@ -220,13 +248,22 @@ func (c *Curve) condDelta(eps float64) (upper, lower float64) {
 	return c.upper.Delta(eps), c.lower.Delta(eps)
 }
 
-// condEpsilon returns the upper and lower ε at conditional δ t.
-func (c *Curve) condEpsilon(t float64) (upper, lower float64) {
+// condEpsilonUpper returns the upper ε at conditional δ t.
+func (c *Curve) condEpsilonUpper(t float64) float64 {
 	if c.cond != nil {
-		upper, lower, _ = c.cond.Epsilon(t)
-		return upper, lower
+		upper, _, _ := c.cond.Epsilon(t)
+		return upper
 	}
-	return c.upper.Epsilon(t), c.lower.Epsilon(t)
+	return c.upper.Epsilon(t)
+}
+
+// condEpsilonLower returns the lower ε at conditional δ t.
+func (c *Curve) condEpsilonLower(t float64) float64 {
+	if c.cond != nil {
+		_, lower, _ := c.cond.Epsilon(t)
+		return lower
+	}
+	return c.lower.Epsilon(t)
 }
 
 // belowFloor is the error for a total δ that no ε reaches.
@@ -237,10 +274,18 @@ func belowFloor(delta, floor float64) error {
 }
 
 // Epsilon returns the optimal total ε of the composition ms at total δ (Curve.Epsilon),
-// as a Result with the certified lower value and whether it is exact.
+// as a Result with the certified lower value and whether it is exact. It is
+// EpsilonContext without cancellation.
 func Epsilon(ms []Mech, delta float64, opts *Options) (Result, error) {
+	return EpsilonContext(context.Background(), ms, delta, opts)
+}
+
+// EpsilonContext is Epsilon, stopping with ctx.Err() soon after ctx is done. Exact
+// curves take at most a few hundred ms (k up to 10^12: docs/benchmarks.md); a bracket,
+// without Options.Tolerance, about a second beyond its first lattice.
+func EpsilonContext(ctx context.Context, ms []Mech, delta float64, opts *Options) (Result, error) {
 	if err := dpkit.CheckDelta("delta", delta); err != nil {
-		return Result{}, err
+		return Result{}, dpkit.InPackage("compose", err)
 	}
 	if err := validate(ms); err != nil {
 		return Result{}, err
@@ -248,10 +293,10 @@ func Epsilon(ms []Mech, delta float64, opts *Options) (Result, error) {
 	// Below the floor 1 − Π(1 − δ_ℓ) no ε suffices: say so before building the curve
 	// (which, for many distinct ε, is the expensive part). The floor is the same one
 	// Curve.Epsilon checks.
-	if floor, _ := floorKeep(Group(ms)); delta < floor {
+	if floor := Floor(Group(ms)); delta < floor {
 		return Result{}, belowFloor(delta, floor)
 	}
-	c, err := newCurve(ms, opts, delta)
+	c, err := newCurve(ctx, ms, opts, delta)
 	if err != nil {
 		return Result{}, err
 	}
@@ -270,12 +315,18 @@ func Epsilon(ms []Mech, delta float64, opts *Options) (Result, error) {
 }
 
 // Delta returns the optimal total δ of the composition ms at total ε (Curve.Delta), as a
-// Result with the certified lower value and whether it is exact.
+// Result with the certified lower value and whether it is exact. It is DeltaContext
+// without cancellation.
 func Delta(ms []Mech, eps float64, opts *Options) (Result, error) {
+	return DeltaContext(context.Background(), ms, eps, opts)
+}
+
+// DeltaContext is Delta, stopping with ctx.Err() soon after ctx is done.
+func DeltaContext(ctx context.Context, ms []Mech, eps float64, opts *Options) (Result, error) {
 	if err := dpkit.CheckEpsilon("epsilon", eps); err != nil {
-		return Result{}, err
+		return Result{}, dpkit.InPackage("compose", err)
 	}
-	c, err := newCurve(ms, opts, 0, eps)
+	c, err := newCurve(ctx, ms, opts, 0, eps)
 	if err != nil {
 		return Result{}, err
 	}

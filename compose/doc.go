@@ -16,24 +16,33 @@
 // grid points (k−2i)ε. NewCurve evaluates it:
 //
 //   - one distinct ε (any k up to 10^12): exactly, summing only the O(√k) binomial terms
-//     that carry mass above 1e-300 of the largest (Loader's binomial, log space);
+//     that carry normal-range mass (Loader's binomial, corrected for the rounding of
+//     e^ε/(1+e^ε));
 //   - a few distinct ε values: exactly, as the product of those binomials;
 //   - many distinct ε values (exact evaluation is #P-hard, Murtagh–Vadhan 2016): a
-//     certified bracket. Each ε_ℓ is rounded up (resp. down) to a lattice of spacing h;
-//     since an (ε, δ)-DP mechanism is (ε', δ)-DP for every ε' ≥ ε, the rounded-up
-//     composition is a valid guarantee and the rounded-down one a value the optimum
-//     provably exceeds. The lattice is refined until the relative width meets
-//     Options.Tolerance.
+//     certified bracket, computed by package pld on lattices (second-order
+//     discretisations of blocks of releases). Without Options.Tolerance the lattice is
+//     refined toward DefaultTolerance while it fits in about a second (pld.DefaultWork)
+//     and the width reached is reported; with it, until the width meets it.
 //
 // # Soundness
 //
 // Every reported ε or δ is at or above the exact optimum: truncated binomial tails are
 // bounded and moved to larger losses, probability masses are inflated by a relative
-// 1e-12 (Loader's binomial is accurate to ~1e-13), and every inverted ε is checked
-// against the directly summed δ and moved up until it holds. An exact result may
-// therefore exceed the true δ by at most a relative 1e-12 plus 1e-300 absolute; the ε
-// reported for a target δ exceeds the exact one by the corresponding (much smaller)
-// amount. The reported lower value is a certified value the optimum is at or above.
+// 1e-12 (Loader's binomial is accurate to ~1e-13), the floor 1 − Π(1 − δ_ℓ) and sums of
+// ε_ℓ and δ_ℓ are rounded up, and every inverted ε is checked against the directly summed
+// δ and moved up until it holds. An exact result may therefore exceed the true δ by at
+// most a relative 1e-12 plus 1e-300 absolute; the ε reported for a target δ exceeds the
+// exact one by the corresponding (much smaller) amount, at most 1e-9 relative for every k
+// up to 10^12 (compose/testdata). The reported lower value is a certified value the
+// optimum is at or above.
+//
+// # Long computations
+//
+// The functions that may run for more than about a second take a context
+// (EpsilonContext, DeltaContext, NewCurveContext, MaxEpsilonPerQueryContext,
+// MaxQueriesContext) and stop with its error when it is done; Options.Progress reports
+// a bracket's progress.
 //
 // # Adaptivity
 //

@@ -74,7 +74,15 @@ func ExampleMaxQueries() {
 }
 
 func ExampleRegion() {
+	bs, _ := compose.Region(compose.Basic, []compose.Mech{{Epsilon: 0.125, Delta: 0.0009765625, Count: 32}}, nil)
+	fmt.Println(bs)
+	// Output: [(ε=4, δ=0.03125)]
+}
+
+// Sums are those of the binary inputs, rounded up: 0.1 is 0.1000000000000000055… in
+// float64, so 30 × 0.1 exceeds 3.
+func ExampleRegion_rounding() {
 	bs, _ := compose.Region(compose.Basic, []compose.Mech{{Epsilon: 0.1, Delta: 0.001, Count: 30}}, nil)
 	fmt.Println(bs)
-	// Output: [(ε=3, δ=0.03)]
+	// Output: [(ε=3.0000000000000004, δ=0.030000000000000002)]
 }

@@ -17,7 +17,7 @@ func TestPropertyOrdering(t *testing.T) {
 		d0 := rapid.SampledFrom([]float64{0, 1e-9, 1e-6}).Draw(t, "delta0")
 		k := rapid.Int64Range(1, 5000).Draw(t, "k")
 		ms := []Mech{{Epsilon: eps, Delta: d0, Count: k}}
-		floor, _ := floorKeep(ms)
+		floor := Floor(ms)
 		delta := floor + rapid.Float64Range(1e-9, 0.1).Draw(t, "slack")
 		ex, err := Epsilon(ms, delta, nil)
 		if err != nil {

@@ -6,243 +6,31 @@ import (
 	"sort"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/numeric"
 )
 
-// Item is a mechanism released Count times.
-type Item struct {
-	Mechanism Mechanism
-	Count     int64
+// lattice holds the settings of one round's lattice: spacing h, the mass eta each step
+// may shed, refine (the halvings of the spacing so far), the convolutions' error
+// allowance, whether the items' atoms are on the common lattice, and the meter.
+type lattice struct {
+	h, eta  float64
+	refine  int
+	errTol  float64
+	aligned bool
+	m       *meter
 }
 
-// MaxCount bounds Item.Count.
-const MaxCount = 1_000_000_000_000
-
-// DefaultTolerance is the relative width (upper − lower)/upper of the ε bracket that
-// Compose aims for at Options.Delta.
-const DefaultTolerance = 1e-3
-
-// Options tunes Compose. The zero value is ready to use.
-type Options struct {
-	// Tolerance is the relative width of the ε bracket to reach (default 1e-3), in (0, 1).
-	Tolerance float64
-	// Delta is the total δ at which the width is measured (default 1e-6), in (0, 1).
-	Delta float64
-	// Epsilon, when set (finite, > 0), measures the width as the relative width
-	// (upper − lower)/upper of the δ bracket at this total ε instead.
-	Epsilon float64
-	// MaxBins bounds the lattice (default 2^21 bins): past it the best bracket found is
-	// returned and Width says how wide it is.
-	MaxBins int
+// newPLD returns newPLD(l.h, l.eta, specs...) with the lattice's allowance and meter.
+func (l lattice) newPLD(h float64, specs ...spec) *PLD {
+	p := newPLD(h, l.eta, specs...)
+	p.errTol, p.m = l.errTol, l.m
+	for _, s := range p.sides {
+		l.m.add(discretizeWork * int64(len(s.upper.Mass)))
+	}
+	return p
 }
 
-// Composition is the privacy curve of a workload of mechanisms: exact for Gaussians
-// alone (closed form), otherwise a certified bracket computed on a lattice.
-type Composition struct {
-	mu  float64 // total Gaussian μ when exact
-	pld *PLD    // the finest lattice computed
-	all []*PLD  // every lattice computed: each gives a valid bracket; they are intersected
-	// maxLoss is Σ Count·(largest finite loss) (+Inf when some loss is unbounded) and
-	// floor = 1 − Π(1 − δ-event mass)^Count: δ(ε) = floor for ε ≥ maxLoss.
-	maxLoss, floor float64
-	tol            float64
-	opts           Options
-}
-
-// Compose returns the privacy curve of running every item's mechanism Count times
-// (adaptively chosen mechanisms with fixed parameters compose the same way: KOV Thm 3.3's
-// proof, and Dong, Roth & Su 2022 Thm 3.2). Gaussians are merged in closed form
-// (μ² = Σ Count·μ_i²); identical mechanisms are self-composed by repeated squaring; the
-// rest are convolved on a lattice whose spacing is refined (at most maxRounds times, by 2 to 16) until
-// the ε bracket at Options.Delta is within Options.Tolerance.
-func Compose(items []Item, opts *Options) (*Composition, error) {
-	o := Options{Tolerance: DefaultTolerance, Delta: 1e-6, MaxBins: 1 << 21}
-	if opts != nil {
-		if opts.Tolerance != 0 {
-			o.Tolerance = opts.Tolerance
-		}
-		if opts.Delta != 0 {
-			o.Delta = opts.Delta
-		}
-		if opts.MaxBins != 0 {
-			o.MaxBins = opts.MaxBins
-		}
-		o.Epsilon = opts.Epsilon
-	}
-	if math.IsNaN(o.Tolerance) || o.Tolerance <= 0 || o.Tolerance >= 1 {
-		return nil, paramErr("tolerance", o.Tolerance, "in (0, 1)")
-	}
-	if math.IsNaN(o.Delta) || o.Delta <= 0 || o.Delta >= 1 {
-		return nil, paramErr("delta", o.Delta, "in (0, 1)")
-	}
-	if math.IsNaN(o.Epsilon) || math.IsInf(o.Epsilon, 0) || o.Epsilon < 0 {
-		return nil, paramErr("epsilon", o.Epsilon, "a finite number ≥ 0 (0: measure the width at Delta)")
-	}
-	if len(items) == 0 {
-		return nil, paramErr("items", 0, "at least one mechanism")
-	}
-	mu2 := 0.0
-	groups := map[string]Item{}
-	var total float64
-	for _, it := range items {
-		if it.Mechanism == nil {
-			return nil, paramErr("mechanism", nil, "a mechanism")
-		}
-		if err := it.Mechanism.Validate(); err != nil {
-			return nil, err
-		}
-		if err := dpkit.CheckCount("count", it.Count, MaxCount); err != nil {
-			return nil, err
-		}
-		total += float64(it.Count)
-		if g, ok := it.Mechanism.(Gaussian); ok {
-			mu2 += float64(it.Count) * g.Mu() * g.Mu()
-			continue
-		}
-		key := it.Mechanism.String()
-		g := groups[key]
-		g.Mechanism = it.Mechanism
-		g.Count += it.Count
-		groups[key] = g
-	}
-	// Σ Count·μ_i² is summed in float64 (n roundings): round it up so that the merged μ,
-	// and every value read off it, is never below the exact one.
-	mu2 *= 1 + 2*u*float64(len(items)+2)
-	c := &Composition{tol: o.Tolerance, opts: o}
-	// The floor per direction (remove, add): a mechanism with one direction counts in
-	// both; the composition's curve is the larger of the two directions', so is its floor.
-	var logKeep [2]float64
-	for _, g := range groups {
-		ml := 0.0
-		sp := g.Mechanism.specs()
-		for d := range logKeep {
-			s := sp[min(d, len(sp)-1)]
-			ml = math.Max(ml, s.maxLoss())
-			logKeep[d] += float64(g.Count) * math.Log1p(-s.infMass())
-		}
-		c.maxLoss += float64(g.Count) * ml
-	}
-	if mu2 > 0 {
-		c.maxLoss = math.Inf(1)
-	}
-	// Rounded up: the floor only caps upper values, so it must not be below the truth.
-	c.floor = math.Min(1, -math.Expm1(math.Min(logKeep[0], logKeep[1]))*(1+1e-12))
-	if len(groups) == 0 {
-		c.mu = math.Sqrt(mu2) * (1 + 2*u)
-		return c, nil
-	}
-	list := make([]Item, 0, len(groups)+1)
-	for _, g := range groups {
-		list = append(list, g)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Mechanism.String() < list[j].Mechanism.String() })
-	if mu2 > 0 {
-		list = append(list, Item{Gaussian{Sigma: 1 / math.Sqrt(mu2), Sensitivity: 1}, 1})
-	}
-	// Few-atom mechanisms whose atoms all lie on multiples of one unit (ε = 0.01, 0.02,
-	// 0.05, …) compose exactly on a lattice aligned with that unit; otherwise they are
-	// composed in blocks.
-	unit0 := commonUnit(list)
-	if unit0 == 0 {
-		list = blocks(list)
-	}
-	v := 0.0
-	for _, it := range list {
-		for _, s := range it.Mechanism.specs() {
-			v += float64(it.Count) * s.variance()
-		}
-	}
-	sd := math.Sqrt(v)
-	if sd == 0 {
-		sd = 1
-	}
-	// Lattice spacing: a fiftieth of the standard deviation of the total loss, and fine
-	// enough to resolve each group of identical mechanisms (a sixteenth of its standard
-	// deviation), since every group is re-discretised onto it; refined until the bracket
-	// is tight enough or the lattice reaches MaxBins.
-	//
-	// Tails: each release's support may leave out eta at each end, and each composition
-	// may trim eta more (upper: moved to +∞ or the lowest bin; lower: dropped). With at
-	// most total + 130·len(list) such steps, the upper curve rises by at most half of
-	// budget = Delta·Tolerance/100 (so ε(Delta) moves far less than the tolerance); read
-	// at much smaller δ it may stay above budget (valid, but loose there). When the width
-	// is measured at Options.Epsilon, where δ is not known beforehand, 1e-30 in all.
-	eta := 1e-30 / math.Max(total, 1)
-	if o.Epsilon == 0 {
-		eta = math.Max(eta, o.Delta*o.Tolerance/100/(2*(total+130*float64(len(list)))))
-	}
-	h := sd / 50
-	for _, it := range list {
-		if _, ok := it.Mechanism.(blockMechanism); ok {
-			continue // enumerated, not self-composed on a lattice of its own
-		}
-		for _, s := range it.Mechanism.specs() {
-			if g := math.Sqrt(float64(it.Count)*s.variance()) / 16; g > 0 {
-				h = math.Min(h, g)
-			}
-		}
-	}
-	// Width model: each of the n items discretised on the common lattice moves the
-	// variance of the total loss by about h²/2 (the upper spread adds ≈ h²/6, the lower
-	// merge-and-mix removes ≈ h²/3), and ε(δ) ≈ v/2 + z·σ, z = √(2 ln(1/δ)), moves by
-	// (1/2 + z/(2σ)) per unit of variance: the first lattice aims at half the tolerance.
-	if n := float64(len(list)); n > 1 {
-		z := math.Sqrt(2 * math.Log(1/o.Delta))
-		h = math.Min(h, math.Sqrt(o.Tolerance*(v/2+z*sd)/(n*(0.5+z/(2*sd)))))
-	}
-	h = math.Max(h, sd/float64(o.MaxBins)*8)
-	if unit0 > 0 {
-		// The aligned lattice: unit0/2^j ≤ h, unless that exceeds the bins (then blocks).
-		a := unit0 / math.Exp2(math.Max(0, math.Ceil(math.Log2(unit0/h))))
-		if mu2 == 0 {
-			a = unit0 // atoms only: exact on the unit itself, no finer lattice helps
-		}
-		if 30*sd/a <= float64(o.MaxBins) {
-			h = a
-		} else {
-			unit0 = 0
-			list = blocks(list)
-		}
-	}
-	// FFT error allowance: Err adds to δ directly, and a relative error r of δ moves ε by
-	// about r over d ln δ/d ln ε ≳ 2 ln(1/δ) (≈ z² for a Gaussian-like curve): a total of
-	// Delta·Tolerance·ln(1/Delta)/5 moves ε(Delta) by at most a tenth of the tolerance. It
-	// is shared by the at most 2·(len(list) + 32) convolutions' worth of allowances (see
-	// selfComposeAdaptive). Measured at Epsilon, δ is unknown: exact bulks where cheap.
-	errTol := 0.0
-	if o.Epsilon == 0 {
-		errTol = o.Delta * o.Tolerance * math.Log(1/o.Delta) / 5 / (2 * float64(len(list)+32))
-	}
-	worse := 0
-	h0 := h
-	for round := 0; ; round++ {
-		prev := c.target()
-		refine := int(math.Round(math.Log2(h0 / h)))
-		c.pld = composeOnLattice(list, h, eta, refine, errTol, unit0 > 0)
-		c.all = append(c.all, c.pld)
-		w := c.target()
-		if round > 0 && w > prev/1.5 {
-			worse++
-		}
-		// Stop when refining cannot help: the tolerance is met, the rounds or bins run out,
-		// the width stopped shrinking, or the FFT error (absolute, it grows as the lattice
-		// is refined) is already a tenth of the target δ.
-		if w <= o.Tolerance || round == maxRounds || worse == 2 || c.pld.Bins()*4 > o.MaxBins || c.pld.maxErr() > o.Delta/10 {
-			return c, nil
-		}
-		// The width falls as h² (second order, both bounds): aim for 60% of the
-		// tolerance in one step, refining by 1.25 to 16.
-		f := math.Min(0.8, math.Max(math.Sqrt(0.6*o.Tolerance/w), 1.0/16))
-		if unit0 > 0 { // stay aligned: halve
-			f = math.Exp2(math.Min(-1, math.Round(math.Log2(f))))
-		}
-		h *= f
-	}
-}
-
-// maxRounds bounds the refinements of the lattice spacing (each halves it).
-const maxRounds = 6
-
-// composeOnLattice composes the items on the lattice of spacing h. A mechanism whose
+// composeOnLattice composes the items on the lattice of spacing l.h. A mechanism whose
 // loss has atoms on multiples of a unit is first self-composed on its own lattice, of
 // spacing unit/2^j ≤ h (refined with h: refine halvings so far), which holds the atoms
 // exactly (so its lower bound stays tight), and the result is then re-discretised onto h
@@ -256,8 +44,7 @@ const maxRounds = 6
 // (partners), or else a share of the workload's Gaussian (split so that the μ² add up
 // to the whole, which is exact). The comb convolved with a bump wider than its teeth
 // is smooth.
-func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, aligned bool) *PLD {
-	ps := make([]*PLD, 0, len(items))
+func composeOnLattice(items []Item, l lattice) *PLD {
 	var partners []blockMechanism
 	var gauss *Gaussian
 	var groups []Item
@@ -275,7 +62,7 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 	// those left without a block.
 	lumpy := 0
 	for _, it := range groups {
-		if !aligned && isComb(it, h, refine) && len(items) > 1 {
+		if !l.aligned && isComb(it, l.h, l.refine) && len(items) > 1 {
 			lumpy++
 		}
 	}
@@ -283,29 +70,26 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 	if gauss != nil && lumpy > len(partners) {
 		share = gauss.Mu() * gauss.Mu() / float64(lumpy-len(partners)+1)
 	}
+	ps := make([]*PLD, 0, len(items))
 	for _, it := range groups {
-		hg, hMax := groupSpacing(it, h, refine, len(items) > 1)
-		if aligned { // every atom is on the common lattice: compose there, exactly
-			hg, hMax = h, h
-		}
-		p := selfCompose(it, hg, hMax, coarseRatio*math.Exp2(float64(refine)), eta, errTol)
-		if p.h != h && len(items) > 1 {
-			if isComb(it, h, refine) {
+		p := l.group(it, len(items) > 1)
+		if p.h != l.h && len(items) > 1 {
+			if isComb(it, l.h, l.refine) {
 				switch {
 				case len(partners) > 0:
-					p, _ = p.Compose(partners[len(partners)-1].pld(p.h))
+					p, _ = p.Compose(partners[len(partners)-1].pld(p.h, l.m))
 					partners = partners[:len(partners)-1]
 				case share > 0:
-					p, _ = p.Compose(newPLD(p.h, eta, gaussianSpec{math.Sqrt(share)}))
+					p, _ = p.Compose(l.newPLD(p.h, gaussianSpec{math.Sqrt(share)}))
 				}
 			}
-			p = p.rediscretize(h, false)
+			p = p.rediscretize(l.h, false)
 		}
 		ps = append(ps, p)
 	}
 	for _, b := range partners {
-		p := b.pld(h)
-		p.trim, p.errTol = eta, errTol
+		p := b.pld(l.h, l.m)
+		p.trim, p.errTol = l.eta, l.errTol
 		ps = append(ps, p)
 	}
 	if gauss != nil {
@@ -313,10 +97,13 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 		if share > 0 { // what the shares left
 			mu = math.Sqrt(share)
 		}
-		g := newPLD(h, eta, gaussianSpec{mu})
-		g.errTol = errTol
-		ps = append(ps, g)
+		ps = append(ps, l.newPLD(l.h, gaussianSpec{mu}))
 	}
+	return composeAll(ps)
+}
+
+// composeAll composes PLDs on one lattice pairwise, smallest first.
+func composeAll(ps []*PLD) *PLD {
 	for len(ps) > 1 {
 		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })
 		next := make([]*PLD, 0, (len(ps)+1)/2)
@@ -332,10 +119,15 @@ func composeOnLattice(items []Item, h, eta float64, refine int, errTol float64, 
 	return ps[0]
 }
 
-// selfCompose returns the it.Count-fold composition of it's release, which starts on
-// spacing h and may coarsen up to hMax: on two resolutions when its loss has long light
-// tails (see tailed), else on one.
-func selfCompose(it Item, h, hMax, ratio, eta, errTol float64) *PLD {
+// group returns the it.Count-fold composition of it's release, which starts on the
+// spacing groupSpacing gives and may coarsen up to its largest: on two resolutions when
+// its loss has long light tails (see tailed), else on one.
+func (l lattice) group(it Item, several bool) *PLD {
+	h, hMax := groupSpacing(it, l.h, l.refine, several)
+	if l.aligned { // every atom is on the common lattice: compose there, exactly
+		h, hMax = l.h, l.h
+	}
+	ratio := coarseRatio * math.Exp2(float64(l.refine))
 	sp := it.Mechanism.specs()
 	if it.Count > 1 {
 		sd0 := 0.0
@@ -343,14 +135,14 @@ func selfCompose(it Item, h, hMax, ratio, eta, errTol float64) *PLD {
 			sd0 = math.Max(sd0, math.Sqrt(s.variance()))
 		}
 		if plan := planTails(sd0, h, hMax, ratio, it.Count); plan != nil {
-			if t, ok := newTailed(h, eta, plan, sp...); ok {
-				t = t.withTol(errTol)
+			if t, ok := newTailed(h, l.eta, plan, sp...); ok {
+				t.bulk.m, t.tail.m = l.m, l.m
+				t = t.withTol(l.errTol)
 				return t.selfCompose(it.Count, hMax, ratio, plan)
 			}
 		}
 	}
-	p := newPLD(h, eta, sp...)
-	p.errTol = errTol
+	p := l.newPLD(h, sp...)
 	if it.Count > 1 {
 		p = p.selfComposeAdaptive(it.Count, hMax, ratio)
 	}
@@ -413,7 +205,13 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 		if edge {
 			return start, largest
 		}
-		return start, math.Min(largest, math.Max(start, unit))
+		// Within the unit the comb's atoms stay exact; a composition spread over more
+		// than combBinsPerSD units per standard deviation is smooth at a coarser spacing
+		// (every cell holds many teeth), and may coarsen to that many bins per standard
+		// deviation: a 10^12-fold Laplace of scale 10^6 otherwise held 12 million bins a
+		// lattice (8 GB, minutes).
+		sdK := math.Sqrt(float64(it.Count)) * sd
+		return start, math.Min(largest, math.Max(math.Max(start, unit), sdK/combBinsPerSD))
 	}
 	start = h
 	for target > 0 && start > target && width/start < maxStartBins/2 {
@@ -421,6 +219,11 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 	}
 	return start, largest
 }
+
+// combBinsPerSD is the resolution, in bins per standard deviation of the whole
+// composition, below which an aligned comb may coarsen past its atom unit (see
+// groupSpacing).
+const combBinsPerSD = 2048
 
 // maxStartBins bounds the lattice of one release (see groupSpacing).
 const maxStartBins = 1 << 18
@@ -493,14 +296,14 @@ func (c *Composition) GaussianMu() float64 {
 // Delta returns lower ≤ δ(ε) ≤ upper for the composition.
 func (c *Composition) Delta(eps float64) (upper, lower float64, err error) {
 	if math.IsNaN(eps) {
-		return 0, 0, paramErr("eps", eps, "a number, not NaN")
+		return 0, 0, paramErr("epsilon", eps, "a number, not NaN")
 	}
 	if c.pld == nil {
 		if c.mu == 0 {
 			return 0, 0, nil
 		}
-		d, r := gaussianDelta(c.mu, eps)
-		return math.Min(1, d*(1+r)), d * (1 - r), nil
+		upper, lower = gaussianBounds(c.mu, eps)
+		return upper, lower, nil
 	}
 	upper, lower = 1, 0
 	for _, p := range c.all {
@@ -563,8 +366,8 @@ func (c *Composition) Bounds() (upper, lower *Discrete) {
 	return up[0], lo[0]
 }
 
-// Width returns the relative width (upper − lower)/upper of the ε bracket at delta
-// (0 when exact or when ε is 0).
+// Width returns the relative width (upper − lower)/max(upper, 1e-6) of the ε bracket at
+// delta (0 when exact or when ε is 0).
 func (c *Composition) Width(delta float64) float64 {
 	if c.pld == nil {
 		return 0
@@ -576,8 +379,13 @@ func (c *Composition) Width(delta float64) float64 {
 	if math.IsInf(u, 1) || u == 0 {
 		return 0
 	}
-	return (u - l) / u
+	return (u - l) / math.Max(u, minWidthScale)
 }
+
+// minWidthScale is the ε below which widths are measured absolutely: a bracket
+// [0, 1e-9] of an ε that is 0 up to a billionth of a nat is as tight as one needs, and
+// relative to its upper end it would be 1 however fine the lattice.
+const minWidthScale = 1e-6
 
 // epsilon intersects the ε brackets of every lattice computed.
 func (c *Composition) epsilon(delta float64) (upper, lower float64) {
@@ -602,7 +410,7 @@ func (c *Composition) TradeOff(alpha float64) (upper, lower float64, err error) 
 		if alpha == 0 {
 			return 1, 1, nil
 		}
-		z := math.Sqrt2 * math.Erfcinv(2*alpha) // Φ⁻¹(1 − α)
+		z := invNormSF(alpha) // Φ⁻¹(1 − α)
 		b := normCDF(z - c.mu)
 		return b * (1 + 1e-12), b * (1 - 1e-12), nil
 	}
@@ -636,25 +444,23 @@ func (c *Composition) FitGaussianMu() float64 {
 			}
 		})
 	}
-	ok := func(mu float64) bool {
+	// below(μ): μ's curve is still under some point (μ too small); true below, false above.
+	below := func(mu float64) (bool, error) {
 		for _, p := range pts {
-			if g, _ := gaussianDelta(mu, p.eps); g < p.delta {
-				return false
+			if g, _ := gaussianBounds(mu, p.eps); g < p.delta {
+				return true, nil
 			}
 		}
-		return true
+		return false, nil
 	}
-	lo, hi := 0.0, 1.0
-	for !ok(hi) && hi < 1e6 {
-		lo, hi = hi, hi*2
-	}
-	for range 60 {
-		mid := (lo + hi) / 2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
+	hi := 1.0
+	if b, _ := below(hi); b {
+		_, h, found, _ := numeric.ExpandUp(hi, 2, 1e6, below)
+		if !found {
+			return 1e6
 		}
+		hi = h
 	}
+	_, hi, _ = numeric.Bisect(0, hi, below, numeric.Stop{MaxIter: 60})
 	return hi
 }

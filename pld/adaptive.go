@@ -3,6 +3,8 @@ package pld
 import (
 	"math"
 	"math/bits"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // coarseRatio is the number of lattice bins per standard deviation above which a power
@@ -10,6 +12,11 @@ import (
 // loss by about 1/(3·coarseRatio²) of itself (merge-and-mix, the larger of the two
 // bounds' errors), and there are at most log2(k) of them.
 const coarseRatio = 128
+
+// maxCoarseSpacing bounds the spacing on which composeCoarse scales Q-masses by e^(cell
+// top − loss) ≤ e^spacing; a coarser lattice (losses of hundreds and more) takes the
+// re-discretisation path.
+const maxCoarseSpacing = 256
 
 // maxCoarseCells bounds the cells a finer PLD may span on a coarser lattice for
 // composeCoarse's direct sums; a wider one is smooth there and re-discretised instead.
@@ -34,10 +41,16 @@ func (p *PLD) selfComposeAdaptive(k int64, hMax, ratio float64) *PLD {
 // reaches that spacing. With plan nil (and no tail) it is plain repeated squaring.
 func (t tailed) selfCompose(k int64, hMax, ratio float64, plan *tailPlan) *PLD {
 	errTol := t.bulk.errTol
-	var pows []tailed // pows[j] = t^(2^j)
+	// pows[j] = t^(2^j), kept only where bit j of k is set (the others are not needed
+	// once squared: at k = 10^12 that halves what is held).
+	var pows []tailed
 	pow := t
 	for j := 0; ; j++ {
-		pows = append(pows, pow)
+		if k>>uint(j)&1 == 1 {
+			pows = append(pows, pow)
+		} else {
+			pows = append(pows, tailed{})
+		}
 		if k>>uint(j+1) == 0 {
 			break
 		}
@@ -56,7 +69,7 @@ func (t tailed) selfCompose(k int64, hMax, ratio float64, plan *tailPlan) *PLD {
 		if pow.tail != nil {
 			limit = pow.tail.h
 		}
-		if f := coarsening(pow.sd(), pow.bulk.h, limit, ratio); f > 1 && pow.bulk.centredRange() <= safeLoss {
+		if f := coarsening(pow.sd(), pow.bulk.h, limit, ratio); f > 1 {
 			pow.bulk = pow.bulk.rediscretize(pow.bulk.h*f, true)
 		}
 		if pow.tail != nil && pow.bulk.h == pow.tail.h {
@@ -128,13 +141,7 @@ func composeOnto(fine, coarse *PLD) *PLD {
 		out, _ := fine.Compose(coarse)
 		return out
 	}
-	if fine.centredRange()+coarse.centredRange() > safeLoss {
-		// e^(±loss) would leave the float64 range: compose on the fine lattice, on which
-		// coarse is exact (its grid points are fine ones).
-		out, _ := fine.Compose(coarse.refine(fine.h))
-		return out
-	}
-	if fine.Bins() <= maxCoarseCells*int(math.Round(coarse.h/fine.h)) {
+	if fine.Bins() <= maxCoarseCells*int(math.Round(coarse.h/fine.h)) && coarse.h <= maxCoarseSpacing {
 		return composeCoarse(fine, coarse)
 	}
 	out, _ := fine.rediscretize(coarse.h, true).Compose(coarse)
@@ -151,11 +158,12 @@ func composeOnto(fine, coarse *PLD) *PLD {
 func composeCoarse(fine, coarse *PLD) *PLD {
 	r := int64(math.Round(coarse.h / fine.h))
 	n := max(len(fine.sides), len(coarse.sides))
-	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol)}
+	out := &PLD{h: coarse.h, sides: make([]side, n), trim: max(fine.trim, coarse.trim), errTol: minTol(fine.errTol, coarse.errTol), m: anyMeter(fine, coarse)}
 	each(2*n, func(t int) {
 		i, upper := t/2, t%2 == 0
 		f, c := fine.lattice(i, upper), coarse.lattice(i, upper)
 		cells, move := coarseCells(f, c, r)
+		out.m.add(int64(len(f.Mass)) + int64(len(c.Mass))*int64(len(cells.p)-len(c.Mass)+1) + discretizeWork*int64(len(cells.p)))
 		l := discretizeBound(cells, coarse.h, 0, upper)
 		l.Offset += move
 		l.Shift, l.Err, l.Rel = f.Shift+c.Shift, productErr(f, c), (1+f.Rel)*(1+c.Rel)-1
@@ -167,9 +175,15 @@ func composeCoarse(fine, coarse *PLD) *PLD {
 
 // coarseCells returns the cell masses (spacing r·f.H) of the composition of the lattice
 // f with the lattice c of spacing r·f.H. Losses are measured from grid points near the
-// middle of each lattice (nf·f.H, a coarse grid point, and nc·c.H), so that the Q-masses
-// P·e^(−loss) stay in the float64 range wherever the lattices lie (see centredRange);
-// the cells are those of the composition moved down by (nf/r + nc)·c.H.
+// middle of each lattice (nf·f.H, a coarse grid point, and nc·c.H): the cells are those
+// of the composition moved down by (nf/r + nc)·c.H.
+//
+// Q-masses are summed scaled by the top of their cell: a fine atom of P-mass m at loss x
+// in the coarse cell with top t adds m·e^(t − x) (t − x ∈ [0, c.H)) to its cell's scaled
+// Q-mass; since every loss of c is a grid point g, a cell k = g + j of the composition
+// has top T_k = g + t_j, and its Q-mass e^(−T_k)·Σ_g P_c(g)·fqs_j is a sum of
+// non-negative products, whatever the losses (composeOnto keeps c.H small enough for
+// e^(c.H)).
 func coarseCells(f, c *Lattice, r int64) (cells *cellsSpec, move int64) {
 	// Bin f: fine index n lies in the coarse cell ceil(n/r) − 1.
 	ceilDiv := func(a, b int64) int64 {
@@ -184,29 +198,32 @@ func coarseCells(f, c *Lattice, r int64) (cells *cellsSpec, move int64) {
 	c0 := ceilDiv(f.Offset-nf, r) - 1
 	c1 := ceilDiv(f.Offset-nf+int64(len(f.Mass))-1, r) - 1
 	fp := make([]float64, c1-c0+1)
-	fq := make([]float64, c1-c0+1)
+	fqs := make([]float64, c1-c0+1)
 	for i, m := range f.Mass {
 		if m > 0 {
 			nIdx := f.Offset - nf + int64(i)
 			j := ceilDiv(nIdx, r) - 1 - c0
 			fp[j] += m
-			fq[j] += qMass(m, float64(nIdx)*f.H)
+			// top of coarse cell j + c0 minus the atom's loss, in fine steps: in [0, r)
+			fqs[j] += m * math.Exp(float64((j+c0+1)*r-nIdx)*f.H)
 		}
 	}
 	cells = &cellsSpec{h: c.H, jlo: c.Offset - nc + c0}
 	cells.p = make([]float64, len(c.Mass)+len(fp)-1)
-	cells.q = make([]float64, len(cells.p))
+	cells.lq = make([]float64, len(cells.p))
 	for g, pg := range c.Mass {
 		if pg <= 0 {
 			continue
 		}
-		qg := qMass(pg, float64(c.Offset-nc+int64(g))*c.H)
-		for j := range fp {
-			cells.p[g+j] += pg * fp[j]
-			cells.q[g+j] += qg * fq[j]
-		}
+		floats.AddScaled(cells.p[g:g+len(fp)], pg, fp)
+		floats.AddScaled(cells.lq[g:g+len(fp)], pg, fqs)
 	}
-	cells.relErr = float64(len(f.Mass)+len(c.Mass)+8) * u
+	for k, qs := range cells.lq {
+		top := float64(cells.jlo+int64(k)+1) * c.H
+		cells.lq[k] = linearToLog(qs) - top
+	}
+	// The exponentials err by a few u, the sums by their length.
+	cells.relErr = float64(len(f.Mass)+len(c.Mass)+16) * u
 	fTot, cTot := total(f.Mass), total(c.Mass)
 	cells.inf = f.InfMass*(c.InfMass+cTot) + fTot*c.InfMass
 	cells.trim()
@@ -224,7 +241,7 @@ func productErr(a, b *Lattice) float64 {
 // bin (exact).
 func (p *PLD) refine(h float64) *PLD {
 	r := int64(math.Round(p.h / h))
-	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol, m: p.m}
 	spread := func(l *Lattice) *Lattice {
 		o := &Lattice{H: h, Offset: l.Offset * r, Shift: l.Shift, InfMass: l.InfMass, Rel: l.Rel, Err: l.Err}
 		o.Mass = make([]float64, (int64(len(l.Mass))-1)*r+1)

@@ -171,11 +171,12 @@ func blockMassParts(rel []*atomSpec) (fin, inf float64, ops int) {
 // is put in the cell of its loss rounded up by that bound; its exact loss is then at most
 // the cell's top, which is all the upper split needs. Merging any outcomes, whichever
 // cells they land in, is post-processing, so the lower bound needs nothing.
-func (b blockMechanism) pld(h float64) *PLD {
+func (b blockMechanism) pld(h float64, m *meter) *PLD {
 	size := 1
 	for _, r := range b.rel {
 		size *= len(r.loss)
 	}
+	m.add(3 * int64(size))
 	sc := scratchPool.Get().(*blockScratch)
 	defer scratchPool.Put(sc)
 	sc.grow(size)
@@ -203,23 +204,27 @@ func (b blockMechanism) pld(h float64) *PLD {
 	lo, hi := blockSummary(b).support(0)
 	jlo := int64(math.Floor((lo-lossErr)/h)) - 1
 	jhi := int64(math.Ceil((hi+lossErr)/h)) + 1
-	cells := &cellsSpec{h: h, jlo: jlo, p: make([]float64, jhi-jlo+1), q: make([]float64, jhi-jlo+1)}
+	cells := &cellsSpec{h: h, jlo: jlo, p: make([]float64, jhi-jlo+1), lq: make([]float64, jhi-jlo+1)}
 	for i, l := range loss {
 		x := (l + lossErr) / h
 		x += 4 * u * math.Abs(x)
 		j := int64(math.Ceil(x)) - 1 - jlo // cell (j·h, (j+1)·h] holds the exact loss
 		cells.p[j] += p[i]
-		cells.q[j] += q[i]
+		cells.lq[j] += q[i] // linear until linearToLog below
+	}
+	for j, q := range cells.lq {
+		cells.lq[j] = linearToLog(q)
 	}
 	// A cell sums at most len(loss) products: (len(loss) − 1)·u more relative error.
 	cells.relErr = relErr + float64(len(loss))*u
 	_, inf, ops := blockMassParts(b.rel)
 	cells.inf = inf * (1 + float64(ops)*u)
 	cells.trim()
+	m.add(discretizeWork * int64(len(cells.p)))
 	up, lo2 := discretize(cells, h, 0)
 	// The δ-event mass was rounded up for the upper bound; the lower one takes it down.
 	lo2.InfMass = inf * (1 - float64(ops)*u)
-	return &PLD{h: h, sides: []side{{up, lo2}}}
+	return &PLD{h: h, sides: []side{{up, lo2}}, m: m}
 }
 
 // blockScratch holds the loss sums of one block while it is discretised.
@@ -234,31 +239,33 @@ func (s *blockScratch) grow(n int) {
 
 var scratchPool = sync.Pool{New: func() any { return new(blockScratch) }}
 
-// cellsSpec is a pair given by its P- and Q-mass in each lattice cell (jh, (j+1)h],
-// j = jlo + i, plus P-mass at +∞: what blockMechanism.pld sums from its atoms. cell is
-// asked only for unions of whole cells (as discretize does).
+// cellsSpec is a pair given by its P-mass and log Q-mass in each lattice cell
+// (jh, (j+1)h], j = jlo + i, plus P-mass at +∞: what blockMechanism.pld and
+// composeCoarse sum from their atoms. cell is asked only for unions of whole cells (as
+// discretize does).
 type cellsSpec struct {
 	h      float64
 	jlo    int64
-	p, q   []float64
+	p, lq  []float64
 	inf    float64
 	relErr float64
 }
 
 // trim drops empty cells at both ends.
 func (c *cellsSpec) trim() {
+	empty := func(i int) bool { return c.p[i] == 0 && math.IsInf(c.lq[i], -1) }
 	a, b := 0, len(c.p)
-	for a < b && c.p[a] == 0 && c.q[a] == 0 {
+	for a < b && empty(a) {
 		a++
 	}
-	for b > a && c.p[b-1] == 0 && c.q[b-1] == 0 {
+	for b > a && empty(b-1) {
 		b--
 	}
 	if a == b { // nothing finite: keep one empty cell
 		a = min(a, len(c.p)-1)
 		b = a + 1
 	}
-	c.p, c.q, c.jlo = c.p[a:b], c.q[a:b], c.jlo+int64(a)
+	c.p, c.lq, c.jlo = c.p[a:b], c.lq[a:b], c.jlo+int64(a)
 }
 
 // index returns the number of cells of c whose top is at or below x.
@@ -273,12 +280,14 @@ func (c *cellsSpec) index(x float64) int {
 	return int(math.Max(0, math.Min(i, float64(len(c.p)))))
 }
 
-func (c *cellsSpec) cell(a, b float64) (p, q, relErr float64) {
+func (c *cellsSpec) cell(a, b float64) (p, lq, relErr float64) {
+	lq = math.Inf(-1)
+	n := 0
 	for i := c.index(a); i < c.index(b); i++ {
-		p += c.p[i]
-		q += c.q[i]
+		p, lq = addMass(p, lq, c.p[i], c.lq[i])
+		n++
 	}
-	return p, q, c.relErr
+	return p, lq, c.relErr + float64(2*n)*u
 }
 
 func (c *cellsSpec) support(float64) (lo, hi float64) {

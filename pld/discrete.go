@@ -25,7 +25,7 @@ func NewDiscrete(loss, mass []float64, infMass float64) (*Discrete, error) {
 		return nil, paramErr("mass", len(mass), "as many masses as losses")
 	}
 	if bad(infMass) {
-		return nil, paramErr("infMass", infMass, "a finite number ≥ 0")
+		return nil, paramErr("inf_mass", infMass, "a finite number ≥ 0")
 	}
 	type atom struct{ l, m float64 }
 	atoms := make([]atom, 0, len(loss))

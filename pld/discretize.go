@@ -1,6 +1,10 @@
 package pld
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpkit/dpkit/internal/numeric"
+)
 
 // discretize puts the pair described by s on the lattice of spacing h, twice.
 //
@@ -42,6 +46,15 @@ func discretizeBound(s spec, h, eta float64, upper bool) *Lattice {
 
 func discretizeBounds(s spec, h, eta float64, wantUpper, wantLower bool) (upper, lower *Lattice) {
 	lo, hi := s.support(eta)
+	if (hi-lo)/h > maxLatticeBins/4 {
+		// The support bounds P- and Q-mass (a subsampled pair needs the base's Q-tails);
+		// the lattice needs only the P-mass, which may lie in a much narrower window
+		// (a Laplace loss of scale 1e300 has none near −1e300).
+		lo, hi = windowTo(s, eta, lo, hi, numeric.Stop{AbsTol: h})
+	}
+	if n := (hi - lo) / h; !(n <= maxLatticeBins) {
+		refuseLattice(n)
+	}
 	jlo := int64(math.Floor(lo / h))
 	jhi := int64(math.Ceil(hi / h))
 	if jhi <= jlo {
@@ -68,14 +81,14 @@ func discretizeBounds(s spec, h, eta float64, wantUpper, wantLower bool) (upper,
 		if j == jlo-1 {
 			ca = math.Inf(-1)
 		}
-		p, q, e := s.cell(ca, cb)
+		p, lq, e := s.cell(ca, cb)
 		if p > 0 && wantUpper {
 			i := int(j - jlo)
 			pu := p * (1 + e)
 			if j == jlo-1 {
 				upper.Mass[0] += pu
 			} else {
-				theta := splitFraction(p, q, a, b, e)
+				theta := splitFraction(p, lq, a, b, e)
 				upper.Mass[i] += pu * theta
 				upper.Mass[i+1] += pu * (1 - theta)
 			}
@@ -92,22 +105,34 @@ func discretizeBounds(s spec, h, eta float64, wantUpper, wantLower bool) (upper,
 				bm = b - sl
 			}
 			if ap, _, _ := s.cell(bm, cb); ap > 0 {
-				lower.Mass[j+1-lower.Offset] += ap * (1 - e)
-				p, q, _ = s.cell(ca, bm)
+				lower.Mass[j+1-lower.Offset] += ap * math.Max(0, 1-e)
+				p, lq, _ = s.cell(ca, bm)
 			}
 		}
 		if j == jhi-1 { // the lower bound merges finite mass above the support into the last cell
-			tp, tq, _ := s.cell(cb, math.Inf(1))
-			p, q = p+tp, q+tq
+			tp, tlq, _ := s.cell(cb, math.Inf(1))
+			p, lq = addMass(p, lq, tp, tlq)
 		}
-		if p > 0 {
-			cells = append(cells, outcome{p * (1 - e), q, j})
+		switch {
+		case p <= 0:
+		case math.IsInf(lq, -1):
+			// Q-mass not known (underflow): the loss is only known to be above a, where
+			// the mass goes (below the support's first grid point nothing is known: it
+			// is dropped).
+			if j >= jlo {
+				lower.Mass[j-lower.Offset] += p * math.Max(0, 1-e)
+			}
+		default:
+			cells = append(cells, outcome{p * math.Max(0, 1-e), lq, j})
 		}
 	}
 	if wantUpper { // the upper bound sends mass above the support to +∞
 		if tp, _, _ := s.cell(float64(jhi)*h+sl, math.Inf(1)); tp > 0 {
 			upper.InfMass += tp * (1 + 1e-12)
 		}
+		// Masses that underflowed (to 0, or to an imprecise subnormal) are covered by an
+		// absolute term per cell.
+		upper.Err += float64(n+1) * underflowErr
 	}
 	if wantLower {
 		placeOnGrid(cells, h, lower)
@@ -115,10 +140,25 @@ func discretizeBounds(s spec, h, eta float64, wantUpper, wantLower bool) (upper,
 	return upper, lower
 }
 
-// outcome is a merged cell: P-mass p, Q-mass q (loss ln(p/q)), from cell j = (jh, (j+1)h].
+// outcome is a merged cell: P-mass p, log Q-mass lq (loss ln p − lq), from cell
+// j = (jh, (j+1)h].
 type outcome struct {
-	p, q float64
-	j    int64
+	p, lq float64
+	j     int64
+}
+
+// empty reports whether the outcome holds no mass.
+func (o outcome) empty() bool { return o.p == 0 && math.IsInf(o.lq, -1) }
+
+// plus returns the outcome merging o and a.
+func (o outcome) plus(a outcome) outcome {
+	o.p, o.lq = o.p+a.p, logAdd(o.lq, a.lq)
+	return o
+}
+
+// part returns the fraction f of o (its loss unchanged).
+func (o outcome) part(f float64) outcome {
+	return outcome{o.p * f, o.lq + math.Log(f), o.j}
 }
 
 // placeOnGrid is the lower discretisation's second step: it mixes merged outcomes so
@@ -159,54 +199,58 @@ func placeOnGrid(cells []outcome, h float64, out *Lattice) {
 	// Upward over cells[0:m]: the carry's loss is ≤ g·h; it ends below the mode.
 	var up outcome
 	var gUp int64
+	up.lq = math.Inf(-1)
 	for _, a := range cells[:m] {
-		if up.p == 0 && up.q == 0 {
+		if up.empty() {
 			up, gUp = a, a.j+1
 			continue
 		}
 		gl := float64(gUp) * h
-		ea := excess(a.p, a.q, gl)
+		ea := excess(a.p, a.lq, gl)
 		if ea <= 0 { // a is not above g (rounding): it joins the carry
-			up.p, up.q = up.p+a.p, up.q+a.q
+			up = up.plus(a)
 			continue
 		}
-		f := -excess(up.p, up.q, gl) / ea * (1 + 1e-9) // rounded up: the mixture's loss is ≥ g
-		if f >= 1 {                                    // not enough to lift the carry to g: absorb a, keep g
-			up.p, up.q = up.p+a.p, up.q+a.q
+		// Rounded up: the mixture's loss is ≥ g (and a carry that rounding put above g
+		// is placed at g as it is: f = 0).
+		f := math.Max(0, -excess(up.p, up.lq, gl)/ea*(1+1e-9))
+		if f >= 1 { // not enough to lift the carry to g: absorb a, keep g
+			up = up.plus(a)
 			continue
 		}
 		emit(up.p+f*a.p, gUp)
-		up, gUp = outcome{a.p * (1 - f), a.q * (1 - f), a.j}, a.j+1
+		up, gUp = a.part(1-f), a.j+1
 	}
 
 	// Downward over cells[m:]: the carry's loss is ≥ g·h.
 	var down outcome
 	var gDown int64
+	down.lq = math.Inf(-1)
 	for i := len(cells) - 1; i >= m; i-- {
 		a := cells[i]
-		if down.p == 0 && down.q == 0 {
+		if down.empty() {
 			down, gDown = a, a.j
 			continue
 		}
 		gl := float64(gDown) * h
-		ec := excess(down.p, down.q, gl)
+		ec := excess(down.p, down.lq, gl)
 		if ec <= 0 { // the carry is not above g (rounding): round it down, start afresh
 			roundDown(down)
 			down, gDown = a, a.j
 			continue
 		}
-		ea := excess(a.p, a.q, gl)
+		ea := excess(a.p, a.lq, gl)
 		if ea >= 0 { // a is not below g (rounding): it joins the carry
-			down.p, down.q = down.p+a.p, down.q+a.q
+			down = down.plus(a)
 			continue
 		}
 		f := ec / -ea * (1 - 1e-9) // rounded down: the mixture's loss is ≥ g
 		if f >= 1 {                // a cannot bring the carry down to g: absorb it, keep g
-			down.p, down.q = down.p+a.p, down.q+a.q
+			down = down.plus(a)
 			continue
 		}
 		emit(down.p+f*a.p, gDown)
-		down, gDown = outcome{a.p * (1 - f), a.q * (1 - f), a.j}, a.j
+		down, gDown = a.part(1-f), a.j
 	}
 	if up.p > 0 {
 		up.j = gUp - 1
@@ -225,13 +269,13 @@ func placeOnGrid(cells []outcome, h float64, out *Lattice) {
 // on the grid at a cost second order in h, where rounding it down to g would cost first
 // order (the second way is what an outcome just above a heavy atom at the bottom of the
 // support needs: nothing lies below it). Without enough mass it is rounded down (to its
-// cell's top when it has no Q-mass: its loss is then above the cell, or +∞).
+// cell's bottom when its Q-mass is not known).
 func settle(c outcome, h float64, out *Lattice, emit func(float64, int64)) {
-	if c.q <= 0 {
-		emit(c.p, c.j+1)
+	if math.IsInf(c.lq, -1) {
+		emit(c.p, c.j)
 		return
 	}
-	g := min(c.j+1, int64(math.Floor(lossDown(c.p, c.q)/h)))
+	g := min(c.j+1, int64(math.Floor(lossDown(c.p, c.lq)/h)))
 	if mixOnto(c, g, -1, h, out, emit) || mixOnto(c, g+1, 1, h, out, emit) {
 		return
 	}
@@ -249,7 +293,7 @@ func settle(c outcome, h float64, out *Lattice, emit func(float64, int64)) {
 // 1e-9 of its distance below to·h.)
 func mixOnto(c outcome, to, step int64, h float64, out *Lattice, emit func(float64, int64)) bool {
 	gl := float64(to) * h
-	need := excess(c.p, c.q, gl) // the mixture's excess is need + Σ t_g·excess(M_g)
+	need := excess(c.p, c.lq, gl) // the mixture's excess is need + Σ t_g·excess(M_g)
 	if need == 0 || (need > 0) != (step < 0) {
 		return false
 	}
@@ -263,7 +307,9 @@ func mixOnto(c outcome, to, step int64, h float64, out *Lattice, emit func(float
 		if M <= 0 {
 			continue
 		}
-		ea := excess(M, qMass(M, float64(g)*h)*(1+4*u), gl)
+		lqM, eM := logQMass(M, float64(g)*h)
+		lqM += eM + 4*u*math.Abs(lqM) // Q-mass rounded up
+		ea := excess(M, lqM, gl)
 		if t := math.Abs(need / ea); t < 1 {
 			if step < 0 {
 				t *= 1 - 1e-9
@@ -290,15 +336,15 @@ func mixOnto(c outcome, to, step int64, h float64, out *Lattice, emit func(float
 // whose leftover loses least when rounded down (mass times distance to the grid point
 // below).
 func meet(a, b *outcome, h float64, emit func(float64, int64)) {
-	if a.p <= 0 || b.p <= 0 || a.q <= 0 || b.q <= 0 {
+	if a.p <= 0 || b.p <= 0 || math.IsInf(a.lq, -1) || math.IsInf(b.lq, -1) {
 		return
 	}
 	lo, hi := a, b
-	if lossDown(a.p, a.q) > lossDown(b.p, b.q) {
+	if lossDown(a.p, a.lq) > lossDown(b.p, b.lq) {
 		lo, hi = b, a
 	}
-	gLo := int64(math.Ceil(math.Log(lo.p/lo.q) / h))
-	gHi := int64(math.Floor(lossDown(hi.p, hi.q) / h))
+	gLo := int64(math.Ceil((math.Log(lo.p) - lo.lq) / h))
+	gHi := int64(math.Floor(lossDown(hi.p, hi.lq) / h))
 	type plan struct {
 		g            int64
 		emitP        float64
@@ -310,21 +356,21 @@ func meet(a, b *outcome, h float64, emit func(float64, int64)) {
 		if c.p <= 0 {
 			return 0
 		}
-		l := math.Log(c.p/c.q) / h
+		l := (math.Log(c.p) - c.lq) / h
 		return c.p * (l - math.Floor(l))
 	}
 	for g := gLo; g <= gHi && g-gLo < 8; g++ {
 		gl := float64(g) * h
-		el, eh := excess(lo.p, lo.q, gl), excess(hi.p, hi.q, gl)
+		el, eh := excess(lo.p, lo.lq, gl), excess(hi.p, hi.lq, gl)
 		if el > 0 || eh <= 0 {
 			continue // rounding put a loss on the wrong side of g
 		}
 		var pl plan
 		if f := -el / eh * (1 + 1e-9); f <= 1 { // rounded up: the mixture's loss is ≥ g
-			pl = plan{g: g, emitP: lo.p + f*hi.p, newHi: outcome{hi.p * (1 - f), hi.q * (1 - f), hi.j}}
+			pl = plan{g: g, emitP: lo.p + f*hi.p, newHi: hi.part(1 - f)}
 		} else {
 			f := eh / -el * (1 - 1e-9) // rounded down: the mixture's loss is ≥ g
-			pl = plan{g: g, emitP: hi.p + f*lo.p, newLo: outcome{lo.p * (1 - f), lo.q * (1 - f), lo.j}}
+			pl = plan{g: g, emitP: hi.p + f*lo.p, newLo: lo.part(1 - f)}
 		}
 		pl.cost = leftCost(pl.newLo) + leftCost(pl.newHi)
 		if best == nil || pl.cost < best.cost {
@@ -336,48 +382,72 @@ func meet(a, b *outcome, h float64, emit func(float64, int64)) {
 	}
 	emit(best.emitP, best.g)
 	*lo, *hi = best.newLo, best.newHi
+	lo.lq, hi.lq = zeroLq(lo), zeroLq(hi)
 }
 
-// lossDown returns ln(p/q) lowered by a bound on its rounding error.
-func lossDown(p, q float64) float64 {
-	l := math.Log(p / q)
-	return l - 8*u*math.Abs(l) - 1e-300
-}
-
-// splitFraction returns θ of the upper split of a cell (a, b] holding P-mass p and
-// Q-mass q with relative errors ≤ e, lowered by a bound on its own error so that the
-// split never moves mass down.
-func splitFraction(p, q, a, b, e float64) float64 {
-	if q <= 0 {
-		return 0 // loss at the top of the cell (or above: +∞-like) — all to b
+// zeroLq returns o's lq, or −Inf for an outcome without P-mass left.
+func zeroLq(o *outcome) float64 {
+	if o.p == 0 {
+		return math.Inf(-1)
 	}
-	l := math.Log(p / q) // l* with absolute error ≤ 2e + 3u
+	return o.lq
+}
+
+// lossErr returns the loss ln p − lq of an outcome and a bound on its rounding error
+// (the roundings of ln p, of the difference, and of lq's own magnitude; errors of the
+// masses themselves are the callers').
+func lossErr(p, lq float64) (l, err float64) {
+	lp := math.Log(p)
+	l = lp - lq
+	return l, u*(math.Abs(lp)+4*math.Abs(lq)+math.Abs(l)) + 2*u
+}
+
+// lossDown returns ln p − lq lowered by twice a bound on its rounding error.
+func lossDown(p, lq float64) float64 {
+	l, err := lossErr(p, lq)
+	return l - 2*err - 1e-300
+}
+
+// splitFraction returns θ of the upper split of a cell (a, b] holding P-mass p and log
+// Q-mass lq with errors ≤ e (see spec.cell), lowered by a bound on its own error so that
+// the split never moves mass down. For wide cells (b − a > 1) θ is evaluated as
+// e^(a−l*)·(1 − e^(−(b−l*)))/(1 − e^(−(b−a))), which does not overflow.
+func splitFraction(p, lq, a, b, e float64) float64 {
+	if math.IsInf(lq, -1) {
+		return 0 // loss not known within the cell, or +∞-like: all to b
+	}
+	l, le := lossErr(p, lq)
 	if l >= b {
 		return 0
 	}
 	if l <= a {
 		return 1 // mass from below the cell (first cell, or a subsampled boundary)
 	}
-	theta := math.Expm1(b-l) / math.Expm1(b-a)
-	// dθ/dl* = −e^(b−l*)/expm1(b−a) ≤ e^h/expm1(h) in size: the error of l* carries over
-	// multiplied by it; 8u more for the expm1 and the division.
-	errL := 2*e + 4*u + 4*u*math.Abs(l)
-	theta -= errL*math.Exp(b-a)/math.Expm1(b-a) + 8*u
+	var theta float64
+	if b-a <= 1 {
+		theta = math.Expm1(b-l) / math.Expm1(b-a)
+	} else {
+		theta = math.Exp(a-l) * -math.Expm1(-(b - l)) / -math.Expm1(-(b - a))
+	}
+	// dθ/dl* = −e^(b−l*)/expm1(b−a) ≤ e^h/expm1(h) = 1/(1 − e^(−h)) in size: the error
+	// of l* carries over multiplied by it; 8u more for the exponentials and the division.
+	errL := 2*e + 2*le + 4*u
+	theta -= errL/-math.Expm1(-(b-a)) + 8*u
 	return math.Max(theta, 0)
 }
 
-// excess returns p − e^g·q (> 0 when the loss of (p, q) is above g), computed as
-// p·(1 − e^(g − l)) for accuracy, with the loss l = ln(p/q) first lowered by a bound on
-// its rounding error: excesses are under-stated, so the fraction f in add is over-stated
+// excess returns p − e^g·Q, Q = e^lq (> 0 when the loss ln p − lq is above g), computed
+// as p·(1 − e^(g − l)) for accuracy, with the loss first lowered by a bound on its
+// rounding error: excesses are under-stated, so the fraction f in add is over-stated
 // and every mixture placed at g has loss ≥ g (placing it there rounds down).
-func excess(p, q, g float64) float64 {
+func excess(p, lq, g float64) float64 {
 	if p == 0 {
-		return -q * math.Exp(g)
+		return -math.Exp(lq + g)
 	}
-	if q == 0 {
+	if math.IsInf(lq, -1) {
 		return p
 	}
-	l := math.Log(p / q)
-	l -= 8*u*math.Max(math.Abs(l), math.Abs(g)) + 1e-300
+	l, err := lossErr(p, lq)
+	l -= 2*err + 8*u*math.Max(math.Abs(l), math.Abs(g)) + 1e-300
 	return -p * math.Expm1(g-l)
 }

@@ -95,7 +95,7 @@ func CanonicalLattice(eps float64, k int64, h float64, upper bool) *Lattice {
 	if n == 0 {
 		return &Lattice{H: h, Offset: 0, Mass: []float64{1}}
 	}
-	w := newBinomialWindow(float64(n)*h, k, TailCoarse)
+	w := newBinomialWindow(float64(n)*h, k, TailCoarse, -1)
 	lo := int64(w.lo)
 	l := &Lattice{H: h, Offset: (2*lo - k) * n}
 	span := int64(len(w.mass)-1)*2*n + 1
@@ -146,6 +146,9 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	}
 	na, nb := len(a.Mass), len(b.Mass)
 	size := na + nb - 1
+	if size > maxLatticeBins {
+		refuseLattice(float64(size))
+	}
 	nzA, nzB := countNonzero(a.Mass), countNonzero(b.Mass)
 	nfft := 1 << bits.Len(uint(size-1))
 	logN := float64(bits.Len(uint(nfft)))
@@ -194,6 +197,11 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 		// All of it by direct sums (relative error only).
 		g := directBulk(out.Mass, a.Mass, b.Mass, 0, na, 0, nb)
 		out.Rel = (1+out.Rel)*(1+g) - 1
+		return out
+	case nfft > maxDDFFT:
+		// Too large for the double-double FFT's time: the float64 one, whose larger error
+		// bound widens the bracket instead (it is reported, never hidden).
+		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
 		return out
 	default:
 		// The FFT in double-double: error bound about 2^-51 times the float64 one.
@@ -286,6 +294,8 @@ const (
 	// a double-double FFT convolution per N·log₂N, in products: the cheaper is taken.
 	maxDirectAll = 1 << 26
 	ddCost       = 60
+	// maxDDFFT bounds the size of a double-double FFT (about 2 s at 2^20 points here).
+	maxDDFFT = 1 << 20
 )
 
 // bulk returns the window [lo, hi) of m holding every value above ratio·max(m).

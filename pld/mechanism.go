@@ -64,8 +64,6 @@ type PoissonSubsampled struct {
 	Rate float64
 }
 
-func positive(name string, v float64) error { return dpkit.CheckPositive("pld: "+name, v) }
-
 func (m Gaussian) Validate() error {
 	if err := positive("sigma", m.Sigma); err != nil {
 		return err
@@ -110,37 +108,46 @@ func (m DiscreteLaplace) specs() []spec {
 }
 
 func (m RandomizedResponse) Validate() error {
-	if err := positive("eps", m.Epsilon); err != nil {
+	if err := positive("epsilon", m.Epsilon); err != nil {
 		return err
 	}
 	if m.K < 2 || m.K > 1<<30 {
-		return paramErr("k", m.K, "an integer in [2, 2^30]")
+		return paramErr("categories", m.K, "an integer in [2, 2^30]")
 	}
 	return nil
 }
 func (m RandomizedResponse) String() string {
 	return fmt.Sprintf("rr:eps=%g,k=%d", m.Epsilon, m.K)
 }
+
+// specs: the true category is reported with probability hi = 1/(1 + (K−1)e^(−ε)) and
+// each other one with lo = e^(−ε)·hi, written with e^(−ε) so that no term overflows
+// (e^ε leaves float64 past ε ≈ 709; e^(−ε) underflows to 0 past ≈ 745, and then the
+// atom at −ε has P-mass 0, which is its value to within 5e-324).
 func (m RandomizedResponse) specs() []spec {
 	e := m.Epsilon
-	z := math.Exp(e) + float64(m.K) - 1
-	hi, lo := math.Exp(e)/z, 1/z
+	r := math.Exp(-e)
+	hi := 1 / (1 + float64(m.K-1)*r)
+	lo := r * hi
+	lnHi := -math.Log1p(float64(m.K-1) * r)
+	lnLo := lnHi - e
 	var sp *atomSpec
 	if m.K == 2 {
-		sp = newAtomSpec([]float64{-e, e}, []float64{lo, hi}, []float64{hi, lo}, 0, 0, 4*u)
+		sp = newAtomSpec([]float64{-e, e}, []float64{lo, hi}, []float64{lnHi, lnLo}, 0, 0, 4*u)
 	} else {
-		mid := float64(m.K-2) / z
-		sp = newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, 4*u)
+		mid := float64(m.K-2) * r * hi
+		lnMid := math.Log(float64(m.K-2)) + lnLo
+		sp = newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{lnHi, lnMid, lnLo}, 0, 0, 4*u)
 	}
 	sp.unit = e
 	return []spec{sp}
 }
 
 func (m EpsilonDelta) Validate() error {
-	if err := dpkit.CheckEpsilon("eps", m.Epsilon); err != nil {
-		return err
+	if err := dpkit.CheckEpsilon("epsilon", m.Epsilon); err != nil {
+		return dpkit.InPackage("pld", err)
 	}
-	return dpkit.CheckDelta("delta", m.Delta)
+	return dpkit.InPackage("pld", dpkit.CheckDelta("delta", m.Delta))
 }
 func (m EpsilonDelta) String() string {
 	return fmt.Sprintf("%g,%g", m.Epsilon, m.Delta)
@@ -148,19 +155,25 @@ func (m EpsilonDelta) String() string {
 
 // specs: the canonical pair of KOV eq. (17)/(18): losses ±ε with P-masses
 // (1−δ)·e^ε/(1+e^ε) and (1−δ)/(1+e^ε), and δ at +∞ (P) and at −∞ (Q).
+//
+// The log Q-masses are written with ln(1 + e^ε) = ε + log1p(e^(−ε)), so that they are
+// exact at any ε.
 func (m EpsilonDelta) specs() []spec {
 	e, d := m.Epsilon, m.Delta
 	pHi := (1 - d) / (1 + math.Exp(-e))
-	pLo := (1 - d) / (1 + math.Exp(e))
+	pLo := (1 - d) / (1 + math.Exp(e)) // 0, its value to within 5e-324, once e^ε overflows
+	lnKeep := math.Log1p(-d)
+	lnHi := lnKeep - math.Log1p(math.Exp(-e))
+	lnLo := lnHi - e
 	if e == 0 {
-		return []spec{newAtomSpec([]float64{0}, []float64{1 - d}, []float64{1 - d}, d, d, 4*u)}
+		return []spec{newAtomSpec([]float64{0}, []float64{1 - d}, []float64{lnKeep}, d, d, 4*u)}
 	}
-	sp := newAtomSpec([]float64{-e, e}, []float64{pLo, pHi}, []float64{pHi, pLo}, d, d, 4*u)
+	sp := newAtomSpec([]float64{-e, e}, []float64{pLo, pHi}, []float64{lnHi, lnLo}, d, d, 4*u)
 	sp.unit = e
 	return []spec{sp}
 }
 
-func (m Exponential) Validate() error { return positive("eps", m.Epsilon) }
+func (m Exponential) Validate() error { return positive("epsilon", m.Epsilon) }
 func (m Exponential) String() string  { return fmt.Sprintf("exponential:eps=%g", m.Epsilon) }
 func (m Exponential) specs() []spec   { return EpsilonDelta{m.Epsilon, 0}.specs() }
 
@@ -175,7 +188,7 @@ func (m PoissonSubsampled) Validate() error {
 		return err
 	}
 	if math.IsNaN(m.Rate) || m.Rate <= 0 || m.Rate > 1 {
-		return paramErr("q", m.Rate, "a sampling rate in (0, 1]")
+		return paramErr("rate", m.Rate, "a sampling rate in (0, 1]")
 	}
 	return nil
 }

@@ -19,8 +19,31 @@ type PLD struct {
 	// errTol is the absolute error (Lattice.Err) a convolution with this PLD may add
 	// rather than summing bulks exactly (0: exact bulks where cheap; see convolve).
 	errTol float64
+	// m follows the work of the Compose call that builds the PLD (nil: none).
+	m *meter
 	// cached read-out distributions, built on first use
 	dUp, dLo [][]*Discrete
+}
+
+// anyMeter returns the meter of the first PLD that has one.
+func anyMeter(ps ...*PLD) *meter {
+	for _, p := range ps {
+		if p.m != nil {
+			return p.m
+		}
+	}
+	return nil
+}
+
+// Work units (see meter) of the steps whose cost is not a plain count of products: a
+// cell of a discretisation (a few exponentials and logarithms), and a convolution of n
+// and m bins (three FFTs of N = 2^⌈log₂(n+m)⌉ points, or at most n·m direct products).
+const discretizeWork = 40
+
+func convolveWork(n, m int) int64 {
+	size := n + m - 1
+	nfft := int64(1) << bits.Len(uint(size-1))
+	return min(int64(n)*int64(m), 5*nfft*int64(bits.Len64(uint64(nfft))))
 }
 
 type side struct{ upper, lower *Lattice }
@@ -91,11 +114,13 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 		return nil, paramErr("spacing", q.h, "the spacing of the other PLD")
 	}
 	n := max(len(p.sides), len(q.sides))
-	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim), errTol: minTol(p.errTol, q.errTol)}
+	out := &PLD{h: p.h, sides: make([]side, n), trim: max(p.trim, q.trim), errTol: minTol(p.errTol, q.errTol), m: anyMeter(p, q)}
 	eta := out.trimMass()
 	each(2*n, func(t int) {
 		i, upper := t/2, t%2 == 0
-		l := convolveTrim(p.lattice(i, upper), q.lattice(i, upper), upper, eta, out.errTol)
+		a, b := p.lattice(i, upper), q.lattice(i, upper)
+		out.m.add(convolveWork(len(a.Mass), len(b.Mass)))
+		l := convolveTrim(a, b, upper, eta, out.errTol)
 		out.sides[i].set(upper, l)
 	})
 	return out, nil
@@ -111,17 +136,30 @@ func (s *side) set(upper bool, l *Lattice) {
 }
 
 // each calls f(0), …, f(n−1) concurrently: the lattices of a PLD (two bounds of one or
-// two directions) are computed independently.
+// two directions) are computed independently. A panic in f (a cancellation, see meter)
+// is raised again in the caller's goroutine once all have returned.
 func each(n int, f func(i int)) {
 	if n == 1 {
 		f(0)
 		return
 	}
 	var wg sync.WaitGroup
+	var once sync.Once
+	var raised any
 	for i := range n {
-		wg.Go(func() { f(i) })
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { raised = r })
+				}
+			}()
+			f(i)
+		})
 	}
 	wg.Wait()
+	if raised != nil {
+		panic(raised)
+	}
 }
 
 // trimMass returns the mass a composition may shed at each end of each side: for the
@@ -153,8 +191,9 @@ func convolveTrim(a, b *Lattice, upper bool, eta, errTol float64) *Lattice {
 // with keepShift, through each side's own Shift. The floating-point error already
 // tracked (Rel, Err) carries over.
 func (p *PLD) rediscretize(h float64, keepShift bool) *PLD {
-	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
+	out := &PLD{h: h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol, m: p.m}
 	for i, s := range p.sides {
+		p.m.add(discretizeWork * int64(len(s.upper.Mass)+len(s.lower.Mass)))
 		out.sides[i] = side{s.upper.onto(h, keepShift, true), s.lower.onto(h, keepShift, false)}
 	}
 	return out
@@ -162,8 +201,7 @@ func (p *PLD) rediscretize(h float64, keepShift bool) *PLD {
 
 // onto returns one bound of rediscretize. Losses are measured from a grid point of the
 // new lattice near the middle of l's (a pair whose losses all move by the same amount
-// discretises the same way, see latticeSpec), so that e^(±loss) stays in the float64
-// range for any lattice whose centred range is at most safeLoss, wherever it lies.
+// discretises the same way, see latticeSpec), which keeps their rounding small.
 func (l *Lattice) onto(h float64, keepShift, upper bool) *Lattice {
 	su := 0.0
 	if keepShift {
@@ -177,37 +215,28 @@ func (l *Lattice) onto(h float64, keepShift, upper bool) *Lattice {
 	return out
 }
 
-// qMass returns the Q-mass p·e^(−loss) of an outcome with P-mass p, without overflow:
-// a Q-mass is at most 1, so for a very negative loss p is tiny and the product is taken
-// in log space (relative error ≈ (|ln p| + |loss|)·u, well within the 4u–16u callers
-// allow for losses above −700, where the plain product is used).
-func qMass(p, loss float64) float64 {
-	if p == 0 {
-		return 0
+// logQMass returns ln(p·e^(−loss)), the log Q-mass of an outcome with P-mass p > 0, and
+// its absolute error beyond the rounding of its own magnitude: from the product when it
+// is a normal float64 (relative error 2u), else ln p − loss (the rounding of ln p).
+func logQMass(p, loss float64) (lq, err float64) {
+	if q := p * math.Exp(-loss); q >= 0x1p-1000 && q <= math.MaxFloat64 {
+		return math.Log(q), 3 * u
 	}
-	if loss > -700 {
-		return p * math.Exp(-loss)
-	}
-	return math.Exp(math.Log(p) - loss)
+	lp := math.Log(p)
+	return lp - loss, u*(math.Abs(lp)+math.Abs(loss)) + u
 }
-
-// safeLoss bounds the losses a lattice may hold when it is treated as a discrete pair
-// (latticeSpec, composeCoarse): beyond it e^(±loss) leaves the float64 range.
-const safeLoss = 700
 
 // latticeSpec describes a lattice bound as a discrete pair, its losses measured from
 // shift (a grid the result will be discretised on passes through shift; a pair whose
 // losses are all moved by the same amount discretises the same way, Q-masses scaled by
 // e^shift — see discretize). The rounding of shift itself (≤ u·|shift|) is covered by
-// rounding each loss outward by 2u·|shift| more. Atoms whose Q-mass would leave the float64 range — loss
-// above safeLoss, or a Q-mass that underflows — go to +∞ for the upper bound (δ can only
-// rise) and are dropped for the lower one; atoms below −safeLoss are moved up to it
-// (upper) or dropped (lower). The upper side's losses are rounded up and the lower's down
-// by their rounding error.
+// rounding each loss outward by 2u·|shift| more. The upper side's losses are rounded up
+// and the lower's down by their rounding error; each atom's Q-mass is that of its
+// rounded loss, in log space (logQMass), so that no loss is out of range.
 func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 	n := len(l.Mass)
-	loss, p, q := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	inf := l.InfMass
+	loss, p, lq := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	relErr := 4 * u
 	for i, m := range l.Mass {
 		if m <= 0 {
 			continue
@@ -220,20 +249,6 @@ func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 		} else {
 			x -= e
 		}
-		qm := qMass(m, x)
-		switch {
-		case x > safeLoss || qm == 0:
-			if upper {
-				inf += m
-			}
-			continue
-		case x < -safeLoss:
-			if !upper {
-				continue
-			}
-			x = -safeLoss
-			qm = qMass(m, x)
-		}
 		if k := len(loss); k > 0 && loss[k-1] >= x {
 			// Rounding met two atoms: the upper side keeps the larger loss, the lower side
 			// the smaller.
@@ -241,28 +256,19 @@ func latticeSpec(l *Lattice, upper bool, shift float64) spec {
 				loss[k-1] = x
 			}
 			p[k-1] += m
-			q[k-1] = qMass(p[k-1], loss[k-1])
+			var ek float64
+			lq[k-1], ek = logQMass(p[k-1], loss[k-1])
+			relErr = math.Max(relErr, ek+u)
 			continue
 		}
-		loss, p, q = append(loss, x), append(p, m), append(q, qm)
+		lqi, ei := logQMass(m, x)
+		relErr = math.Max(relErr, ei+u)
+		loss, p, lq = append(loss, x), append(p, m), append(lq, lqi)
 	}
 	if len(loss) == 0 {
-		loss, p, q = []float64{0}, []float64{0}, []float64{0}
+		loss, p, lq = []float64{0}, []float64{0}, []float64{math.Inf(-1)}
 	}
-	return newAtomSpec(loss, p, q, math.Max(inf, 0), 0, 4*u)
-}
-
-// centredRange returns the largest distance of a loss of p's lattices from the middle of
-// its lattice, plus one bin: what latticeSpec and coarseCells, which measure losses from
-// a grid point near the middle, must keep within safeLoss.
-func (p *PLD) centredRange() float64 {
-	r := 0.0
-	for _, s := range p.sides {
-		for _, l := range []*Lattice{s.upper, s.lower} {
-			r = math.Max(r, float64(len(l.Mass)/2+2)*l.H)
-		}
-	}
-	return r
+	return newAtomSpec(loss, p, lq, math.Max(l.InfMass, 0), 0, relErr)
 }
 
 // SelfCompose returns the k-fold composition, by repeated squaring: O(log k)
@@ -271,7 +277,7 @@ func (p *PLD) SelfCompose(k int64) (*PLD, error) {
 	if k < 1 {
 		return nil, paramErr("k", k, "an integer ≥ 1")
 	}
-	out := &PLD{h: p.h, sides: make([]side, len(p.sides)), trim: p.trim}
+	out := &PLD{h: p.h, sides: make([]side, len(p.sides)), trim: p.trim, m: p.m}
 	for i, s := range p.sides {
 		out.sides[i] = side{power(s.upper, k, true, p.trimMass()), power(s.lower, k, false, p.trimMass())}
 	}

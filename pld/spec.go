@@ -9,10 +9,12 @@ import (
 // L = ln(P(x)/Q(x)): how much P- and Q-probability the loss puts in each interval. It is
 // what a lattice discretisation (discretize) needs, and nothing more.
 type spec interface {
-	// cell returns P[a < L ≤ b] and Q[a < L ≤ b] for finite losses; a = −Inf also counts
-	// the outcomes with L = −∞ (Q-only outcomes), b = +Inf counts every finite loss above
-	// a. relErr bounds the relative error of p.
-	cell(a, b float64) (p, q, relErr float64)
+	// cell returns P[a < L ≤ b] and lq = ln Q[a < L ≤ b] (−Inf for a Q-mass of 0, or one
+	// that is not known; see linearToLog) for finite losses; a = −Inf also counts the
+	// outcomes with L = −∞ (Q-only outcomes), b = +Inf counts every finite loss above a.
+	// relErr bounds the relative error of p and the absolute error of lq, but for the
+	// rounding of lq's own magnitude (at most 4u·|lq|, which discretize adds).
+	cell(a, b float64) (p, lq, relErr float64)
 	// support returns finite losses lo < hi such that P and Q each give probability at
 	// most eta to finite losses below lo and to finite losses above hi.
 	support(eta float64) (lo, hi float64)
@@ -68,7 +70,7 @@ type gaussianSpec struct{ mu float64 }
 func normSF(z float64) float64  { return 0.5 * math.Erfc(z/math.Sqrt2) }
 func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
-func (g gaussianSpec) cell(a, b float64) (p, q, relErr float64) {
+func (g gaussianSpec) cell(a, b float64) (p, lq, relErr float64) {
 	mu, m := g.mu, g.mu*g.mu/2
 	// Standardised arguments: the relative error of z is a few u, which moves Φ by
 	// |z|·φ(z)/Φ(z)·4u ≤ (z² + 1)·4u relative; fold it into the error bound.
@@ -76,17 +78,21 @@ func (g gaussianSpec) cell(a, b float64) (p, q, relErr float64) {
 	zq := func(l float64) float64 { return (l + m) / mu }
 	Fp := func(l float64) float64 { return normCDF(zp(l)) }
 	Sp := func(l float64) float64 { return normSF(zp(l)) }
-	Fq := func(l float64) float64 { return normCDF(zq(l)) }
-	Sq := func(l float64) float64 { return normSF(zq(l)) }
-	zmax := math.Max(math.Abs(zp(a)), math.Abs(zp(b)))
-	if math.IsInf(zmax, 0) {
-		zmax = math.Max(math.Abs(zp(math.Max(a, -1e300))), math.Abs(zp(math.Min(b, 1e300))))
-		zmax = math.Min(zmax, 40)
+	lnFq := func(l float64) float64 { return logNormCDF(zq(l)) }
+	lnSq := func(l float64) float64 { return logNormSF(zq(l)) }
+	// Beyond |z| = 40 a tail is below 1e-349 (0 in float64: the upper bound's
+	// underflowErr covers it) or within that of 1, and log Q-masses carry their own
+	// magnitude term (spec.cell): the argument's rounding needs no more than z = 40.
+	zmax := 0.0
+	for _, z := range []float64{zp(a), zp(b), zq(a), zq(b)} {
+		if !math.IsNaN(z) {
+			zmax = math.Min(40, math.Max(zmax, math.Abs(z)))
+		}
 	}
 	e := erfcErr + 4*u*(zmax*zmax+1)
 	p, relErr = cdfCell(Fp, Sp, a, b, e)
-	q, _ = cdfCell(Fq, Sq, a, b, e)
-	return p, q, relErr
+	lq, eq := logCdfCell(lnFq, lnSq, a, b, e)
+	return p, lq, math.Max(relErr, eq)
 }
 
 func (g gaussianSpec) support(eta float64) (lo, hi float64) {
@@ -118,21 +124,35 @@ func (s laplaceSpec) fp(l float64) float64 {
 	return 0.5 * math.Exp(-(s.eps0-l)/2)
 }
 
-func (s laplaceSpec) sq(l float64) float64 {
+// lsq returns ln Q[L > l].
+func (s laplaceSpec) lsq(l float64) float64 {
 	switch {
 	case l < -s.eps0:
-		return 1
-	case l >= s.eps0:
 		return 0
+	case l >= s.eps0:
+		return math.Inf(-1)
 	}
-	return 0.5 * math.Exp(-(s.eps0+l)/2)
+	return -math.Ln2 - (s.eps0+l)/2
 }
 
-func (s laplaceSpec) cell(a, b float64) (p, q, relErr float64) {
+func (s laplaceSpec) cell(a, b float64) (p, lq, relErr float64) {
 	const e = erfcErr
+	if a >= -s.eps0 && a < b && b < s.eps0 {
+		// Both ends in the density, neither atom in (a, b]: with d = −(b − a)/2,
+		//   P = ½e^(−(ε0−b)/2)·(1 − e^d),  ln Q = ln ½ − (ε0 + a)/2 + ln(1 − e^d),
+		// from b − a directly: differences of the CDFs would lose all relative accuracy in
+		// a cell narrow against ε0 (a spacing of 2e-15 under ε0 = 1e-12 once gave
+		// negative masses), and lsq(b) − lsq(a) would cancel when ε0 is large. The
+		// exponent (ε0 − b)/2 is rounded by at most u·|ε0 − b|.
+		d := -(b - a) / 2
+		m := -math.Expm1(d)
+		p = s.fp(b) * m
+		lq = s.lsq(a) + math.Log(m)
+		return p, lq, e + u*math.Abs(s.eps0-b)
+	}
 	p, relErr = cdfCell(s.fp, func(l float64) float64 { return 1 - s.fp(l) }, a, b, e)
-	q, _ = cdfCell(func(l float64) float64 { return 1 - s.sq(l) }, s.sq, a, b, e)
-	return p, q, relErr
+	lq, f := logSub(s.lsq(a), s.lsq(b))
+	return p, lq, math.Max(relErr, f*e+2*u)
 }
 
 func (s laplaceSpec) support(float64) (lo, hi float64) { return -s.eps0, s.eps0 }
@@ -141,37 +161,46 @@ func (s laplaceSpec) atomUnit() float64                { return s.eps0 }
 func (s laplaceSpec) maxLoss() float64                 { return s.eps0 }
 
 // variance of L under P: atoms ε0 (½), −ε0 (½e^(−ε0)) and a density on (−ε0, ε0).
-// Only a guide for the lattice spacing, so the bound ε0² is used.
-func (s laplaceSpec) variance() float64 { return s.eps0 * s.eps0 }
+// Only a guide for the lattice spacing, so a bound is used: ε0² (|L| ≤ ε0), and 4, since
+// L = ε0 − 2B·min(Y, ε0) with B ~ Bernoulli(½), Y ~ Exp(1) has variance
+// 2E[min(Y, ε0)²] − E[min(Y, ε0)]² ≤ 4 (it tends to 3 as ε0 grows).
+func (s laplaceSpec) variance() float64 { return math.Min(s.eps0*s.eps0, 4) }
 
-// atomSpec is a pair with finitely many outcomes, given by their losses and P and Q
-// masses (sorted by loss), plus P-only and Q-only mass.
+// atomSpec is a pair with finitely many outcomes, given by their losses, P-masses and
+// log Q-masses (sorted by loss), plus P-only and Q-only mass.
 type atomSpec struct {
-	loss, p, q     []float64
-	pInf, qNegInf  float64 // P[L = +∞], Q[L = −∞]
-	relErr         float64 // relative error of each p
+	loss, p, lq    []float64
+	q              []float64 // e^lq (0 where it underflows): what blocks multiply
+	pInf, qNegInf  float64   // P[L = +∞], Q[L = −∞]
+	relErr         float64   // relative error of each p, and absolute error of each lq
 	lossLo, lossHi float64
 	unit           float64 // see spec.atomUnit; set by the constructor's caller
 }
 
-func newAtomSpec(loss, p, q []float64, pInf, qNegInf, relErr float64) *atomSpec {
-	s := &atomSpec{loss: loss, p: p, q: q, pInf: pInf, qNegInf: qNegInf, relErr: relErr}
+func newAtomSpec(loss, p, lq []float64, pInf, qNegInf, relErr float64) *atomSpec {
+	s := &atomSpec{loss: loss, p: p, lq: lq, pInf: pInf, qNegInf: qNegInf, relErr: relErr}
 	s.lossLo, s.lossHi = loss[0], loss[len(loss)-1]
+	s.q = make([]float64, len(lq))
+	for i, l := range lq {
+		s.q[i] = math.Exp(l)
+	}
 	return s
 }
 
-func (s *atomSpec) cell(a, b float64) (p, q, relErr float64) {
+func (s *atomSpec) cell(a, b float64) (p, lq, relErr float64) {
 	i := sort.Search(len(s.loss), func(i int) bool { return s.loss[i] > a })
 	n := 0
+	lq = math.Inf(-1)
 	for ; i < len(s.loss) && s.loss[i] <= b; i++ {
 		p += s.p[i]
-		q += s.q[i]
+		lq = logAdd(lq, s.lq[i])
 		n++
 	}
-	if math.IsInf(a, -1) {
-		q += s.qNegInf
+	if math.IsInf(a, -1) && s.qNegInf > 0 {
+		lq = logAdd(lq, math.Log(s.qNegInf))
+		n++
 	}
-	return p, q, s.relErr + float64(n)*u
+	return p, lq, s.relErr + float64(2*n)*u
 }
 
 func (s *atomSpec) support(float64) (lo, hi float64) {
@@ -186,18 +215,41 @@ func (s *atomSpec) infMass() float64 { return s.pInf }
 func (s *atomSpec) atomUnit() float64 { return s.unit }
 func (s *atomSpec) maxLoss() float64  { return s.lossHi }
 
+// variance of the atoms' losses under P, about their mean and scaled by the largest
+// |loss| so that no square overflows (capped at MaxFloat64: it only guides spacings).
 func (s *atomSpec) variance() float64 {
-	var m, m2, tot float64
+	sc := math.Max(math.Abs(s.lossLo), math.Abs(s.lossHi))
+	if sc <= 1e100 {
+		var m, m2, tot float64
+		for i, l := range s.loss {
+			m += s.p[i] * l
+			m2 += s.p[i] * l * l
+			tot += s.p[i]
+		}
+		if tot == 0 {
+			return 0
+		}
+		m /= tot
+		return math.Max(m2/tot-m*m, 0)
+	}
+	var m, tot float64
 	for i, l := range s.loss {
-		m += s.p[i] * l
-		m2 += s.p[i] * l * l
+		m += s.p[i] * (l / sc)
 		tot += s.p[i]
 	}
-	if tot == 0 {
+	if tot == 0 || sc == 0 {
 		return 0
 	}
 	m /= tot
-	return math.Max(m2/tot-m*m, 0)
+	w := 0.0
+	for i, l := range s.loss {
+		d := l/sc - m
+		w += s.p[i] * d * d
+	}
+	if w == 0 {
+		return 0
+	}
+	return math.Min(sc*sc*(w/tot), math.MaxFloat64)
 }
 
 // subsampledSpec is one direction of Poisson subsampling with rate q of a base pair
@@ -220,12 +272,19 @@ func (s subsampledSpec) baseLoss(lp float64) float64 {
 	if math.IsInf(lp, 0) {
 		return lp
 	}
+	if lp > 700 {
+		// e^{l'} − (1 − q) = e^{l'}·(1 − (1 − q)e^{−l'}), without overflow of e^{l'}
+		return lp + math.Log1p(-(1-s.rate)*math.Exp(-lp)) - math.Log(s.rate)
+	}
 	// e^{l'} − (1 − q) = expm1(l') + q
 	x := math.Expm1(lp) + s.rate
 	if x <= 0 {
 		return math.Inf(-1)
 	}
-	return math.Log(x / s.rate)
+	if r := x / s.rate; r <= math.MaxFloat64 {
+		return math.Log(r)
+	}
+	return math.Log(x) - math.Log(s.rate) // x/q overflows for a tiny q
 }
 
 // forward maps a base loss to the subsampled loss of the remove direction.
@@ -233,18 +292,23 @@ func (s subsampledSpec) forward(l float64) float64 {
 	if math.IsInf(l, -1) {
 		return math.Log1p(-s.rate)
 	}
+	if l > 700 {
+		// ln(1 − q + q e^l) = l + ln q + log1p((1 − q)/q·e^(−l)), without overflow of e^l
+		return l + math.Log(s.rate) + math.Log1p((1-s.rate)/s.rate*math.Exp(-l))
+	}
 	// ln(1 − q + q e^l) = log1p(q·expm1(l))
 	return math.Log1p(s.rate * math.Expm1(l))
 }
 
-func (s subsampledSpec) cell(a, b float64) (p, q, relErr float64) {
+func (s subsampledSpec) cell(a, b float64) (p, lq, relErr float64) {
 	if !s.add {
 		lo, hi := s.baseLoss(a), s.baseLoss(b)
 		if math.IsInf(a, -1) {
 			lo = math.Inf(-1)
 		}
-		bp, bq, e := s.base.cell(lo, hi)
-		return s.rate*bp + (1-s.rate)*bq, bq, e + 2*u
+		bp, blq, e := s.base.cell(lo, hi)
+		bq, eq := expErr(blq, e)
+		return s.rate*bp + (1-s.rate)*bq, blq, math.Max(e, eq) + 2*u
 	}
 	// L' ∈ (a, b] ⟺ ln(1−q+qe^L) ∈ [−b, −a) ⟺ L ∈ [g(−b), g(−a)); the base cell is
 	// taken as (g(−b)⁻, g(−a)], which may also count base outcomes at L' = a (mass from
@@ -261,8 +325,19 @@ func (s subsampledSpec) cell(a, b float64) (p, q, relErr float64) {
 	if edge := -math.Log1p(-s.rate); a < edge && edge <= b {
 		lo = math.Inf(-1)
 	}
-	bp, bq, e := s.base.cell(lo, hi)
-	return bq, s.rate*bp + (1-s.rate)*bq, e + 2*u
+	bp, blq, e := s.base.cell(lo, hi)
+	bq, eq := expErr(blq, e)
+	lq = logAdd(math.Log(s.rate)+math.Log(bp), math.Log1p(-s.rate)+blq)
+	return bq, lq, math.Max(e, eq) + 4*u
+}
+
+// expErr returns e^lq and its relative error, for lq with absolute error e plus the
+// rounding of its own magnitude (4u·|lq|).
+func expErr(lq, e float64) (float64, float64) {
+	if math.IsInf(lq, -1) {
+		return 0, 0
+	}
+	return math.Exp(lq), e + 4*u*math.Abs(lq) + 2*u
 }
 
 func (s subsampledSpec) support(eta float64) (lo, hi float64) {
@@ -329,9 +404,9 @@ type shiftedSpec struct {
 	o float64
 }
 
-func (s shiftedSpec) cell(a, b float64) (p, q, relErr float64) {
-	p, q, relErr = s.s.cell(a+s.o, b+s.o)
-	return p, q * math.Exp(s.o), relErr + 2*u
+func (s shiftedSpec) cell(a, b float64) (p, lq, relErr float64) {
+	p, lq, relErr = s.s.cell(a+s.o, b+s.o)
+	return p, lq + s.o, relErr + 2*u
 }
 
 // support is widened by the rounding of the shift, so that an atom at the original
@@ -370,8 +445,15 @@ func (s subsampledSpec) infMass() float64 {
 func (s subsampledSpec) variance() float64 {
 	// For small q, L' ≈ ±q·(e^L − 1), whose second moment under Q is q²·χ²(P‖Q); for a
 	// Gaussian χ² = e^(μ²) − 1 = expm1(Var L). Only a guide for the lattice spacing.
+	// That grows as e^(μ²) for a large base loss, while |L'| ≤ |L| always: the second
+	// moment of the base loss (at most M² for a loss bounded by M, and μ² + μ⁴/4 for a
+	// Gaussian's) bounds it too.
 	v := s.base.variance()
-	return s.rate * s.rate * math.Expm1(math.Min(v, 700))
+	m2 := v + v*v/4
+	if m := s.base.maxLoss(); !math.IsInf(m, 0) {
+		m2 = m * m
+	}
+	return math.Min(s.rate*s.rate*math.Expm1(math.Min(v, 700)), m2)
 }
 
 // discreteLaplaceSpec: P(x) = c·r^|x|, Q(x) = c·r^|x−d| on the integers, r = e^(−1/t),
@@ -383,10 +465,12 @@ type discreteLaplaceSpec struct {
 	d int64
 }
 
-// mass returns Σ_{x=x1..x2} P(x) (and Q) over 0 ≤ x1 ≤ x2 ≤ d, ends included.
-func (s discreteLaplaceSpec) mass(x1, x2 int64) (p, q float64) {
+// mass returns Σ_{x=x1..x2} P(x) and ln Σ_{x=x1..x2} Q(x) over 0 ≤ x1 ≤ x2 ≤ d, ends
+// included (the Q-masses in log space: r^d underflows for a large d/t).
+func (s discreteLaplaceSpec) mass(x1, x2 int64) (p, lq float64) {
 	lr := -1 / s.t // ln r
 	r := math.Exp(lr)
+	l1r := math.Log1p(r)
 	c := -math.Expm1(lr) / (1 + r)
 	geo := func(y1, y2 int64) float64 { // Σ_{y=y1..y2} c·r^y, 0 < y1 ≤ y2 < d
 		if y2 < y1 {
@@ -394,28 +478,30 @@ func (s discreteLaplaceSpec) mass(x1, x2 int64) (p, q float64) {
 		}
 		return c * math.Exp(float64(y1)*lr) * math.Expm1(float64(y2-y1+1)*lr) / math.Expm1(lr)
 	}
-	end := func(x int64) (float64, float64) {
-		if x == 0 {
-			return 1 / (1 + r), math.Exp(float64(s.d)*lr) / (1 + r)
+	logGeo := func(y1, y2 int64) float64 { // ln of geo: c = −expm1(ln r)/(1 + r)
+		if y2 < y1 {
+			return math.Inf(-1)
 		}
-		return math.Exp(float64(s.d)*lr) / (1 + r), 1 / (1 + r)
+		return float64(y1)*lr - l1r + math.Log(-math.Expm1(float64(y2-y1+1)*lr))
 	}
+	// The ends: x ≤ 0 all have P-mass 1/(1+r) and Q-mass r^d/(1+r); x ≥ d the reverse.
+	lq = math.Inf(-1)
 	if x1 == 0 {
-		a, b := end(0)
-		p, q = p+a, q+b
+		p += 1 / (1 + r)
+		lq = logAdd(lq, float64(s.d)*lr-l1r)
 		x1 = 1
 	}
 	if x2 == s.d && x1 <= s.d {
-		a, b := end(s.d)
-		p, q = p+a, q+b
+		p += math.Exp(float64(s.d)*lr) / (1 + r)
+		lq = logAdd(lq, -l1r)
 		x2 = s.d - 1
 	}
 	p += geo(x1, x2)
-	q += geo(s.d-x2, s.d-x1)
-	return p, q
+	lq = logAdd(lq, logGeo(s.d-x2, s.d-x1))
+	return p, lq
 }
 
-func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
+func (s discreteLaplaceSpec) cell(a, b float64) (p, lq, relErr float64) {
 	// loss ∈ (a, b] ⟺ (d − b·t)/2 ≤ x < (d − a·t)/2; the estimates are then corrected
 	// against the losses as computed in float64, (d − 2x)·fl(1/t): an integer times the
 	// atom unit, as the aligned lattice's grid points are (unit/2^j times an integer), so
@@ -424,7 +510,7 @@ func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
 	if b <= a || math.IsInf(b, -1) || math.IsInf(a, 1) {
 		// Empty: spec.cell answers any interval (a subsampled add direction asks for
 		// (a, −∞] above its edge), and the searches below would not end on one.
-		return 0, 0, 0
+		return 0, math.Inf(-1), 0
 	}
 	d := float64(s.d)
 	unit := s.atomUnit()
@@ -447,10 +533,10 @@ func (s discreteLaplaceSpec) cell(a, b float64) (p, q, relErr float64) {
 		}
 	}
 	if x2 < x1 {
-		return 0, 0, 0
+		return 0, math.Inf(-1), 0
 	}
-	p, q = s.mass(int64(x1), int64(x2))
-	return p, q, 16 * u
+	p, lq = s.mass(int64(x1), int64(x2))
+	return p, lq, 16 * u
 }
 
 func (s discreteLaplaceSpec) support(float64) (lo, hi float64) {

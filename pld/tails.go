@@ -1,6 +1,10 @@
 package pld
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpkit/dpkit/internal/numeric"
+)
 
 // Two resolutions for releases with long, light tails.
 //
@@ -94,30 +98,35 @@ func newTailed(h, eta float64, plan *tailPlan, specs ...spec) (t tailed, ok bool
 }
 
 // window returns lo ≤ hi within [flo, fhi] such that the pair's P-mass below lo and
-// above hi is at most keep each (by bisection on the cell masses; any window is valid,
-// a wider one only costs more bins).
+// above hi is at most keep each (by bisection on the cell masses, 60 steps; any window
+// is valid, a wider one only costs more bins).
 func window(s spec, keep, flo, fhi float64) (lo, hi float64) {
-	lo, hi = flo, fhi
-	a, b := flo, fhi // P-mass above b is at most keep
-	for range 60 {
-		m := (a + b) / 2
-		if p, _, _ := s.cell(m, math.Inf(1)); p <= keep {
-			b = m
-		} else {
-			a = m
-		}
+	return windowTo(s, keep, flo, fhi, numeric.Stop{MaxIter: 60})
+}
+
+// windowTo is window with a given stopping rule.
+func windowTo(s spec, keep, flo, fhi float64, stop numeric.Stop) (lo, hi float64) {
+	above := func(x float64) (bool, error) { // P-mass above x is more than keep
+		p, _, _ := s.cell(x, math.Inf(1))
+		return p > keep, nil
 	}
-	hi = b
-	a, b = flo, hi // P-mass at or below a is at most keep
-	for range 60 {
-		m := (a + b) / 2
-		if p, _, _ := s.cell(math.Inf(-1), m); p <= keep {
-			a = m
-		} else {
-			b = m
-		}
+	hi = fhi
+	if ok, _ := above(flo); !ok {
+		hi = flo
+	} else if flo < fhi {
+		_, hi, _ = numeric.Bisect(flo, fhi, above, stop)
 	}
-	return a, hi
+	below := func(x float64) (bool, error) { // P-mass at or below x is at most keep
+		p, _, _ := s.cell(math.Inf(-1), x)
+		return p <= keep, nil
+	}
+	lo = flo
+	if ok, _ := below(hi); ok {
+		lo = hi
+	} else if flo < hi {
+		lo, _, _ = numeric.Bisect(flo, hi, below, stop)
+	}
+	return lo, hi
 }
 
 // partSpec is the part of a pair's outcomes whose loss is in (lo, hi] (inside) or
@@ -128,23 +137,25 @@ type partSpec struct {
 	inside bool
 }
 
-func (p partSpec) cell(a, b float64) (pm, qm, relErr float64) {
+func (p partSpec) cell(a, b float64) (pm, lq, relErr float64) {
 	if p.inside {
 		a, b = math.Max(a, p.lo), math.Min(b, p.hi)
 		if a >= b {
-			return 0, 0, 0
+			return 0, math.Inf(-1), 0
 		}
 		return p.s.cell(a, b)
 	}
+	lq = math.Inf(-1)
 	if a < p.lo {
 		x, y, e := p.s.cell(a, math.Min(b, p.lo))
-		pm, qm, relErr = x, y, e
+		pm, lq, relErr = x, y, e
 	}
 	if b > p.hi {
 		x, y, e := p.s.cell(math.Max(a, p.hi), b)
-		pm, qm, relErr = pm+x, qm+y, math.Max(relErr, e)+u
+		pm, lq = addMass(pm, lq, x, y)
+		relErr = math.Max(relErr, e) + 2*u
 	}
-	return pm, qm, relErr
+	return pm, lq, relErr
 }
 
 func (p partSpec) support(eta float64) (lo, hi float64) {
@@ -242,8 +253,8 @@ func (t tailed) sd() float64 {
 // splitTails returns p's lattices cut where at most keep of mass lies beyond each end,
 // and what lies beyond, re-discretised onto spacing H (nil when nothing is cut).
 func (p *PLD) splitTails(H, keep float64) (bulk, spill *PLD) {
-	bulk = &PLD{h: p.h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
-	spill = &PLD{h: H, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol}
+	bulk = &PLD{h: p.h, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol, m: p.m}
+	spill = &PLD{h: H, sides: make([]side, len(p.sides)), trim: p.trim, errTol: p.errTol, m: p.m}
 	cut := false
 	for i, s := range p.sides {
 		var c [2]bool
@@ -296,7 +307,7 @@ func addPLD(ps ...*PLD) *PLD {
 			continue
 		}
 		if out == nil {
-			out = &PLD{h: p.h, sides: append([]side(nil), p.sides...), trim: p.trim, errTol: p.errTol}
+			out = &PLD{h: p.h, sides: append([]side(nil), p.sides...), trim: p.trim, errTol: p.errTol, m: p.m}
 			continue
 		}
 		n := max(len(out.sides), len(p.sides))

@@ -1,0 +1,108 @@
+package pld
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A meter follows the work of one Compose call: it counts work units (about one
+// floating-point multiply-add or FFT butterfly each), stops the computation when its
+// context is cancelled, and reports progress. A nil meter counts nothing.
+//
+// Cancellation unwinds the computation with a panic of type abort, which ComposeContext
+// recovers and returns as the context's error: the convolutions run deep in recursive
+// code that has no error path of its own, and a cancelled composition has no partial
+// result worth returning. A lattice that would exceed maxLatticeBins aborts the same
+// way (see refuseLattice).
+type meter struct {
+	ctx      context.Context
+	progress func(done, total int64)
+	work     atomic.Int64
+	total    atomic.Int64 // the current estimate of the whole, for progress
+
+	mu       sync.Mutex // serialises progress calls
+	lastCall time.Time
+}
+
+// abort carries an error (a context's, or a refusal) up to ComposeContext.
+type abort struct{ err error }
+
+// maxLatticeBins bounds every lattice a composition builds (2^23 float64: 64 MiB; a
+// composition holds a few dozen lattices and the FFT buffers of the largest at most).
+// Options.MaxBins keeps the refinement far below it; only a workload whose losses span
+// too many bins of the finest spacing float64 resolves reaches it.
+const maxLatticeBins = 1 << 23
+
+// refuseLattice aborts the composition: a lattice of n bins is beyond maxLatticeBins.
+func refuseLattice(n float64) {
+	panic(abort{paramErr("mechanisms", n, "a workload whose lattice fits in 2^23 bins (its privacy losses span too many orders of magnitude: compose the extreme mechanisms separately)")})
+}
+
+// progressEvery is the shortest interval between two progress calls.
+const progressEvery = 100 * time.Millisecond
+
+func newMeter(ctx context.Context, progress func(done, total int64)) *meter {
+	return &meter{ctx: ctx, progress: progress}
+}
+
+// add counts n units of work, then stops the computation if the context is done and
+// reports progress at most every progressEvery.
+func (m *meter) add(n int64) {
+	if m == nil {
+		return
+	}
+	done := m.work.Add(n)
+	if err := m.ctx.Err(); err != nil {
+		panic(abort{err})
+	}
+	if m.progress == nil {
+		return
+	}
+	if !m.mu.TryLock() {
+		return // another goroutine is reporting
+	}
+	defer m.mu.Unlock()
+	if now := time.Now(); now.Sub(m.lastCall) >= progressEvery {
+		m.lastCall = now
+		m.progress(done, max(done, m.total.Load()))
+	}
+}
+
+// done returns the work counted so far.
+func (m *meter) done() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.work.Load()
+}
+
+// expect sets the estimate of the total work reported with progress.
+func (m *meter) expect(total int64) {
+	if m != nil {
+		m.total.Store(total)
+	}
+}
+
+// finish reports the final progress (done = total).
+func (m *meter) finish() {
+	if m == nil || m.progress == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.work.Load()
+	m.progress(d, d)
+}
+
+// recoverAbort turns an abort unwinding through the computation into *err.
+func recoverAbort(err *error) {
+	if r := recover(); r != nil {
+		c, ok := r.(abort)
+		if !ok {
+			panic(r)
+		}
+		*err = c.err
+	}
+}
