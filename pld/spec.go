@@ -187,6 +187,24 @@ func newAtomSpec(loss, p, lq []float64, pInf, qNegInf, relErr float64) *atomSpec
 	return s
 }
 
+// newAtomSpecPQ is newAtomSpec for atoms given with linear Q-masses: each log Q-mass is
+// ln q when q is normal, and else ln p − loss, exact for an outcome of loss ln(p/q) whose
+// q underflowed (relErr must cover the relative errors of p and q, as for newAtomSpec).
+func newAtomSpecPQ(loss, p, q []float64, pInf, qNegInf, relErr float64) *atomSpec {
+	lq := make([]float64, len(q))
+	for i := range q {
+		switch {
+		case q[i] >= 0x1p-1000:
+			lq[i] = math.Log(q[i])
+		case p[i] > 0:
+			lq[i] = math.Log(p[i]) - loss[i]
+		default:
+			lq[i] = math.Inf(-1)
+		}
+	}
+	return newAtomSpec(loss, p, lq, pInf, qNegInf, relErr)
+}
+
 func (s *atomSpec) cell(a, b float64) (p, lq, relErr float64) {
 	i := sort.Search(len(s.loss), func(i int) bool { return s.loss[i] > a })
 	n := 0

@@ -73,7 +73,7 @@ func (m Staircase) specs() []spec {
 // threeLossSpecs returns the symmetric pair whose loss takes the values −ε, 0, ε with
 // P-masses lo, mid, hi (Q has the outer two swapped), each within relErr.
 func threeLossSpecs(e, lo, mid, hi, relErr float64) []spec {
-	sp := newAtomSpec([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, relErr)
+	sp := newAtomSpecPQ([]float64{-e, 0, e}, []float64{lo, mid, hi}, []float64{hi, mid, lo}, 0, 0, relErr)
 	sp.unit = e
 	return []spec{sp}
 }
