@@ -1,0 +1,520 @@
+package dpbeam
+
+import (
+	"bytes"
+	"container/heap"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"reflect"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// Contribution bounding (the transform every aggregation starts with).
+//
+// Each privacy unit keeps
+//
+//   - at most k = max_partitions of the partitions it has rows in, a uniformly random
+//     subset: the k with the smallest priority h(key, unit, partition), h a keyed 64-bit
+//     hash whose key is drawn from crypto/rand when the job is built (a random function
+//     of the partition, so every k-subset is equally likely, and the same on every
+//     worker and retry);
+//   - in each kept partition, at most c = max_contributions rows, a uniformly random
+//     subset: the c with the smallest of independent uniform 64-bit priorities drawn when
+//     the row is read (reservoir sampling); for DistinctPerKey, at most c distinct
+//     values, the c with the smallest h(key, unit, partition, value).
+//
+// Both rules are "keep the smallest priorities", so they are computed by a combiner:
+// rows are keyed by a bucket of their unit (a hash of the unit modulo Buckets), each
+// bucket's accumulator holds the bounded state of its units, and accumulators merge by
+// keeping the smallest priorities of the union. Beam pre-combines each bundle before
+// the shuffle, so a few accumulators per bucket cross it instead of every row. The
+// bounds hold whatever the sampling does, which is all the privacy guarantee needs; the
+// randomness only makes the kept rows an unbiased sample.
+//
+// The stage emits each kept row (its numeric fields) or distinct value with its
+// partition, and one "unit" record per (unit, kept partition), from which the
+// aggregations count the distinct units of a partition for partition selection.
+
+// DefaultBuckets is the number of unit buckets of the bounding combiner when
+// PrivacySpecParams.Buckets is 0. Each bucket is one key of the shuffle; its
+// accumulator holds the bounded rows of 1/Buckets of the units.
+const DefaultBuckets = 1024
+
+// boundMode says what a unit's partition sample consists of.
+type boundMode int
+
+const (
+	sampleRows     boundMode = iota // c rows
+	sampleDistinct                  // c distinct values of a field
+)
+
+// boundKey identifies a bounding stage: aggregations on the same private collection
+// with the same key share one stage (one shuffle).
+type boundKey struct {
+	part   string
+	k, c   int64
+	mode   boundMode
+	value  string // the distinct field (sampleDistinct)
+	public string // identity of the public partitions ("" for none)
+}
+
+// boundStage is a bounding stage's outputs.
+type boundStage struct {
+	part   field
+	ex     *extractFn       // its first transform, whose Numeric list grows with the aggregations' needs
+	fields []string         // the names of ex.Numeric's fields, in order
+	rows   beam.PCollection // KV<string, []float64>: partition, a kept row's needed numeric fields (sampleRows)
+	values beam.PCollection // KV<string, string>: partition, a kept distinct value (sampleDistinct)
+	units  beam.PCollection // KV<string, partial{Units: 1}>: one per (unit, kept partition)
+}
+
+// column returns the position of numeric field f among the values the stage carries
+// per kept row, adding it if no aggregation needed it before. Beam serializes the
+// extracting DoFn when the pipeline runs, so every aggregation built on the stage is
+// served by the one list.
+func (st *boundStage) column(f field) int {
+	for i, name := range st.fields {
+		if name == f.Name {
+			return i
+		}
+	}
+	st.fields = append(st.fields, f.Name)
+	st.ex.Numeric = append(st.ex.Numeric, f.Index)
+	return len(st.fields) - 1
+}
+
+// stage returns the bounding stage for key, building it on first use.
+func (p PrivatePCollection) stage(s beam.Scope, key boundKey, part, value field, public []string) *boundStage {
+	if st, ok := p.bounded[key]; ok {
+		return st
+	}
+	s = s.Scope("dpbeam.Bound")
+	ex := &extractFn{Unit: p.unit.Index, Part: part.Index, Buckets: p.spec.buckets, Ticket: p.spec.ticket}
+	for _, k := range public {
+		ex.Public = append(ex.Public, []byte(k)) // []byte: JSON (the DoFn's serialization) keeps the bytes
+	}
+	if key.mode == sampleDistinct {
+		ex.Value = value.Index
+	}
+	st := &boundStage{part: part, ex: ex}
+	keyed := beam.ParDo(s, ex, p.col)
+	cfn := &boundCombineFn{K: key.k, C: key.c, Mode: key.mode, Key: p.spec.key, Seed: p.spec.test.seed}
+	bounded := beam.CombinePerKey(s, cfn, keyed)
+	if key.mode == sampleDistinct {
+		st.values, st.units = beam.ParDo2(s, emitDistinctFn, bounded)
+	} else {
+		st.rows, st.units = beam.ParDo2(s, emitRowsFn, bounded)
+	}
+	p.bounded[key] = st
+	return st
+}
+
+// publicKey returns an identity of a public partition list for boundKey.
+func publicKey(public []string) string {
+	if public == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range public {
+		fmt.Fprintf(&b, "%d:%s;", len(k), k)
+	}
+	return b.String()
+}
+
+// rec is a row as the bounding stage sees it.
+type rec struct {
+	Unit, Part string
+	Vals       []float64 // the row's numeric fields that the aggregations need (sampleRows)
+	D          string    // the distinct value's encoding (sampleDistinct)
+}
+
+// extractFn reads a row's unit, partition and values, and keys it by its unit's
+// bucket. Rows outside the public partitions (when there are any) are dropped here, so
+// that they use none of the unit's bounds.
+type extractFn struct {
+	Unit, Part, Value []int
+	Numeric           [][]int
+	Public            [][]byte // encoded partition keys; nil: no public partitions
+	Buckets           int
+	Ticket            *ticket
+
+	public map[string]bool
+	buf    []byte
+}
+
+func (fn *extractFn) Setup() error {
+	if err := fn.Ticket.check(); err != nil {
+		return err
+	}
+	if fn.Public != nil {
+		fn.public = make(map[string]bool, len(fn.Public))
+		for _, k := range fn.Public {
+			fn.public[string(k)] = true
+		}
+	}
+	return nil
+}
+
+func (fn *extractFn) ProcessElement(row beam.T, emit func(int, rec)) {
+	v := reflect.ValueOf(row)
+	fn.buf = encodeKey(fn.buf[:0], v.FieldByIndex(fn.Part))
+	if fn.public != nil && !fn.public[string(fn.buf)] {
+		return
+	}
+	r := rec{Part: string(fn.buf)}
+	fn.buf = encodeKey(fn.buf[:0], v.FieldByIndex(fn.Unit))
+	r.Unit = string(fn.buf)
+	if fn.Value != nil {
+		r.D = string(encodeKey(nil, v.FieldByIndex(fn.Value)))
+	} else if len(fn.Numeric) > 0 {
+		r.Vals = make([]float64, len(fn.Numeric))
+		for i, idx := range fn.Numeric {
+			r.Vals[i] = number(v.FieldByIndex(idx))
+		}
+	}
+	emit(int(keyedHash([16]byte{}, r.Unit, "", "")%uint64(fn.Buckets)), r)
+}
+
+// boundCombineFn bounds the units of a bucket (see the comment at the top of this file).
+type boundCombineFn struct {
+	Mode boundMode
+	K, C int64
+	Key  [16]byte
+	Seed uint64 // tests: sample rows by a seeded hash of their values
+
+	rng *mrand.PCG
+}
+
+func (fn *boundCombineFn) Setup() {
+	var seed [16]byte
+	_, _ = rand.Read(seed[:]) // crypto/rand.Read does not fail (Go ≥ 1.24)
+	fn.rng = mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))
+}
+
+func (fn *boundCombineFn) CreateAccumulator() *bucketAcc {
+	return &bucketAcc{units: map[string]*unitAcc{}}
+}
+
+func (fn *boundCombineFn) AddInput(a *bucketAcc, r rec) *bucketAcc {
+	it := item{vals: r.Vals, d: r.D}
+	if fn.Mode == sampleDistinct {
+		it.pri = keyedHash(fn.Key, r.Unit, r.Part, r.D)
+	} else {
+		it.pri = fn.rowPriority(r)
+	}
+	a.unit(r.Unit).offer(fn.partPriority(r.Unit, r.Part), r.Part, it, fn.K, fn.C, fn.Mode)
+	return a
+}
+
+func (fn *boundCombineFn) MergeAccumulators(a, b *bucketAcc) *bucketAcc {
+	if len(a.units) < len(b.units) {
+		a, b = b, a
+	}
+	for name, ub := range b.units {
+		ua, ok := a.units[name]
+		if !ok {
+			a.units[name] = ub
+			continue
+		}
+		for _, pb := range ub.parts {
+			for _, it := range pb.items {
+				ua.offer(pb.pri, pb.part, it, fn.K, fn.C, fn.Mode)
+			}
+		}
+	}
+	return a
+}
+
+func (fn *boundCombineFn) ExtractOutput(a *bucketAcc) *bucketAcc { return a }
+
+func (fn *boundCombineFn) partPriority(unit, part string) uint64 {
+	return keyedHash(fn.Key, unit, part, "")
+}
+
+// rowPriority is a fresh uniform 64-bit priority, or under a test seed a hash of the
+// row (so that tests can recompute the sample).
+func (fn *boundCombineFn) rowPriority(r rec) uint64 {
+	if fn.Seed == 0 {
+		if fn.rng == nil { // a runner that does not call Setup
+			fn.Setup()
+		}
+		return fn.rng.Uint64()
+	}
+	return seededRowPriority(fn.Seed, r)
+}
+
+func seededRowPriority(seed uint64, r rec) uint64 {
+	var k [16]byte
+	binary.LittleEndian.PutUint64(k[:], seed)
+	b := make([]byte, 0, 8*len(r.Vals))
+	for _, x := range r.Vals {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return keyedHash(k, r.Unit, r.Part, string(b))
+}
+
+// bucketAcc is the bounded state of the units of one bucket.
+type bucketAcc struct {
+	units map[string]*unitAcc
+}
+
+func (a *bucketAcc) unit(name string) *unitAcc {
+	u := a.units[name]
+	if u == nil {
+		u = &unitAcc{}
+		a.units[name] = u
+	}
+	return u
+}
+
+// unitAcc is one unit's kept partitions: a max-heap by priority of at most K.
+type unitAcc struct {
+	parts []*partAcc
+}
+
+// partAcc is one kept partition of a unit: a max-heap by priority of at most C items.
+type partAcc struct {
+	part  string
+	pri   uint64
+	items []item
+}
+
+type item struct {
+	pri  uint64
+	vals []float64
+	d    string
+}
+
+func (u *unitAcc) Len() int           { return len(u.parts) }
+func (u *unitAcc) Less(i, j int) bool { return u.parts[i].pri > u.parts[j].pri }
+func (u *unitAcc) Swap(i, j int)      { u.parts[i], u.parts[j] = u.parts[j], u.parts[i] }
+func (u *unitAcc) Push(x any)         { u.parts = append(u.parts, x.(*partAcc)) }
+func (u *unitAcc) Pop() any {
+	x := u.parts[len(u.parts)-1]
+	u.parts = u.parts[:len(u.parts)-1]
+	return x
+}
+
+func (p *partAcc) Len() int           { return len(p.items) }
+func (p *partAcc) Less(i, j int) bool { return p.items[i].pri > p.items[j].pri }
+func (p *partAcc) Swap(i, j int)      { p.items[i], p.items[j] = p.items[j], p.items[i] }
+func (p *partAcc) Push(x any)         { p.items = append(p.items, x.(item)) }
+func (p *partAcc) Pop() any {
+	x := p.items[len(p.items)-1]
+	p.items = p.items[:len(p.items)-1]
+	return x
+}
+
+// offer adds it, a row (or distinct value) of partition part whose priority is pri,
+// if the partition is among the unit's k of smallest priority and the item among the
+// partition's c of smallest priority. A distinct value already kept is not added again.
+func (u *unitAcc) offer(pri uint64, part string, it item, k, c int64, mode boundMode) {
+	var p *partAcc
+	for _, q := range u.parts {
+		if q.part == part {
+			p = q
+			break
+		}
+	}
+	if p == nil {
+		if int64(len(u.parts)) == k {
+			if pri >= u.parts[0].pri {
+				return // not among the unit's k partitions of smallest priority
+			}
+			heap.Pop(u)
+		}
+		p = &partAcc{part: part, pri: pri}
+		heap.Push(u, p)
+	}
+	if mode == sampleDistinct {
+		for _, q := range p.items {
+			if q.d == it.d {
+				return
+			}
+		}
+	}
+	if int64(len(p.items)) < c {
+		heap.Push(p, it)
+		return
+	}
+	if it.pri < p.items[0].pri {
+		p.items[0] = it
+		heap.Fix(p, 0)
+	}
+}
+
+// emitRowsFn emits a bucket's kept rows and unit records.
+func emitRowsFn(_ int, a *bucketAcc, emitRow func(string, []float64), emitUnit func(string, partial)) {
+	for _, u := range a.units {
+		for _, p := range u.parts {
+			emitUnit(p.part, partial{Units: 1})
+			for _, it := range p.items {
+				emitRow(p.part, it.vals)
+			}
+		}
+	}
+}
+
+// emitDistinctFn emits a bucket's kept distinct values and unit records.
+func emitDistinctFn(_ int, a *bucketAcc, emitValue func(string, string), emitUnit func(string, partial)) {
+	for _, u := range a.units {
+		for _, p := range u.parts {
+			emitUnit(p.part, partial{Units: 1})
+			for _, it := range p.items {
+				emitValue(p.part, it.d)
+			}
+		}
+	}
+}
+
+// encodeBucket is the accumulator's coder: units, their partitions and items, with
+// varint lengths, strings as bytes and floats as their bits.
+func encodeBucket(a *bucketAcc) ([]byte, error) {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(a.units)))
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for name, u := range a.units {
+		str(name)
+		b = binary.AppendUvarint(b, uint64(len(u.parts)))
+		for _, p := range u.parts {
+			str(p.part)
+			b = binary.LittleEndian.AppendUint64(b, p.pri)
+			b = binary.AppendUvarint(b, uint64(len(p.items)))
+			for _, it := range p.items {
+				b = binary.LittleEndian.AppendUint64(b, it.pri)
+				str(it.d)
+				b = binary.AppendUvarint(b, uint64(len(it.vals)))
+				for _, x := range it.vals {
+					b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+				}
+			}
+		}
+	}
+	return b, nil
+}
+
+var errCorrupt = errors.New("dpbeam: corrupt bounding accumulator")
+
+func decodeBucket(data []byte) (*bucketAcc, error) {
+	r := bytes.NewReader(data)
+	n := func() (uint64, error) { return binary.ReadUvarint(r) }
+	u64 := func() (uint64, error) {
+		var x [8]byte
+		if _, err := io.ReadFull(r, x[:]); err != nil {
+			return 0, errCorrupt
+		}
+		return binary.LittleEndian.Uint64(x[:]), nil
+	}
+	str := func() (string, error) {
+		l, err := n()
+		if err != nil || l > uint64(r.Len()) {
+			return "", errCorrupt
+		}
+		s := make([]byte, l)
+		_, err = io.ReadFull(r, s)
+		return string(s), err
+	}
+	count := func() (int, error) {
+		c, err := n()
+		if err != nil || c > uint64(r.Len())+1 {
+			return 0, errCorrupt
+		}
+		return int(c), nil
+	}
+	nu, err := count()
+	if err != nil {
+		return nil, err
+	}
+	a := &bucketAcc{units: make(map[string]*unitAcc, nu)}
+	for range nu {
+		name, err := str()
+		if err != nil {
+			return nil, err
+		}
+		np, err := count()
+		if err != nil {
+			return nil, err
+		}
+		u := &unitAcc{parts: make([]*partAcc, np)}
+		for i := range u.parts {
+			p := &partAcc{}
+			if p.part, err = str(); err != nil {
+				return nil, err
+			}
+			if p.pri, err = u64(); err != nil {
+				return nil, err
+			}
+			ni, err := count()
+			if err != nil {
+				return nil, err
+			}
+			p.items = make([]item, ni)
+			for j := range p.items {
+				it := &p.items[j]
+				if it.pri, err = u64(); err != nil {
+					return nil, err
+				}
+				if it.d, err = str(); err != nil {
+					return nil, err
+				}
+				nv, err := count()
+				if err != nil {
+					return nil, err
+				}
+				if nv > 0 {
+					it.vals = make([]float64, nv)
+					for k := range it.vals {
+						x, err := u64()
+						if err != nil {
+							return nil, err
+						}
+						it.vals[k] = math.Float64frombits(x)
+					}
+				}
+			}
+			u.parts[i] = p
+		}
+		a.units[name] = u
+	}
+	if r.Len() != 0 {
+		return nil, errCorrupt
+	}
+	return a, nil
+}
+
+// keyedHash is a 64-bit hash of (unit, part, val) keyed by key: FNV-1a over the key and
+// the length-prefixed strings, finished by the splitmix64 mixer. It needs to look
+// random to the data (it picks samples and buckets), not to resist an adversary: the
+// bounds hold whatever it returns.
+func keyedHash(key [16]byte, unit, part, val string) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, b := range key {
+		h = (h ^ uint64(b)) * prime
+	}
+	for _, s := range [...]string{unit, part, val} {
+		n := uint64(len(s))
+		for i := 0; i < 8; i++ {
+			h = (h ^ (n >> (8 * i) & 0xff)) * prime
+		}
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}

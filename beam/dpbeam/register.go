@@ -1,0 +1,50 @@
+package dpbeam
+
+import (
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// Every DoFn, combiner, emitter and iterator of the package is registered, so that
+// runners outside this process (Flink, Dataflow) find them and Beam calls them without
+// reflection.
+func init() {
+	beam.RegisterType(reflect.TypeOf(partial{}))
+	beam.RegisterType(reflect.TypeOf(qelem{}))
+
+	beam.RegisterType(reflect.TypeOf(rec{}))
+	beam.RegisterCoder(reflect.TypeOf((*bucketAcc)(nil)), encodeBucket, decodeBucket)
+
+	register.DoFn2x0[beam.T, func(int, rec)](&extractFn{})
+	register.Combiner3[*bucketAcc, rec, *bucketAcc](&boundCombineFn{})
+	register.Function4x0[int, *bucketAcc, func(string, []float64), func(string, partial)](emitRowsFn)
+	register.Function4x0[int, *bucketAcc, func(string, string), func(string, partial)](emitDistinctFn)
+	register.DoFn3x0[string, []float64, func(string, partial)](&valueFn{})
+	register.Combiner1[partial](&mergePartialFn{})
+	register.Function2x0[string, func(string, partial)](zeroFn)
+
+	register.DoFn3x1[string, partial, func(beam.X, int64), error](&countOutFn{})
+	register.Function2x2[string, string, string, string](distinctKeyFn)
+	register.Combiner1[string](&firstFn{})
+	register.Function3x0[string, string, func(string, partial)](distinctPartialFn)
+
+	register.DoFn3x1[string, partial, func(beam.X, float64), error](&sumOutFn{})
+	register.DoFn3x1[string, partial, func(beam.X, float64), error](&meanOutFn{})
+
+	register.DoFn3x0[string, []float64, func(string, qelem)](&quantileValueFn{})
+	register.Function3x0[string, partial, func(string, qelem)](quantileUnitFn)
+	register.Function2x0[string, func(string, qelem)](quantileZeroFn)
+	register.DoFn3x1[string, func(*qelem) bool, func(beam.X, []float64), error](&quantilesOutFn{})
+
+	register.Emitter2[int, rec]()
+	register.Emitter2[string, []float64]()
+	register.Emitter2[string, partial]()
+	register.Emitter2[string, string]()
+	register.Emitter2[string, qelem]()
+	register.Emitter2[beam.X, int64]()
+	register.Emitter2[beam.X, float64]()
+	register.Emitter2[beam.X, []float64]()
+	register.Iter1[qelem]()
+}
