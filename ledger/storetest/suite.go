@@ -780,34 +780,41 @@ func testConcurrent(t *testing.T, h Harness) {
 		cost     dpkit.Budget
 		capacity int64
 	}{{"fixed", *d.Policy.PerRelease, 40}, {"adaptive", dpkit.Budget{Epsilon: 0.125}, 32}} {
-		var accepted atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for range 64 {
-			wg.Go(func() {
-				for {
-					_, err := spend(l, tc.id, tc.cost.Epsilon, tc.cost.Delta)
-					if errors.Is(err, ledger.ErrBudgetExceeded) {
-						return
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					accepted.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("%s: %v", tc.id, err)
-		}
-		if got := accepted.Load(); got != tc.capacity {
-			t.Errorf("%s: %d spends accepted by 64 goroutines, want exactly %d", tc.id, got, tc.capacity)
-		}
-		mustAudit(t, l, tc.id, tc.capacity)
+		spendAll(t, l, ledger.Request{Budget: tc.id, Cost: tc.cost}, tc.capacity)
 	}
+}
+
+// spendAll spends req from 64 goroutines until the budget refuses, and checks that
+// exactly capacity spends were accepted and that the budget's log audits.
+func spendAll(t *testing.T, l *ledger.Ledger, req ledger.Request, capacity int64) {
+	t.Helper()
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			for {
+				_, err := l.Spend(context.Background(), req)
+				if errors.Is(err, ledger.ErrBudgetExceeded) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				accepted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("%s: %v", req.Budget, err)
+	}
+	if got := accepted.Load(); got != capacity {
+		t.Errorf("%s: %d spends accepted by 64 goroutines, want exactly %d", req.Budget, got, capacity)
+	}
+	mustAudit(t, l, req.Budget, capacity)
 }
 
 // testConcurrentGaussian: 64 goroutines spend Gaussian releases (their descriptors carry
@@ -834,33 +841,7 @@ func testConcurrentGaussian(t *testing.T, h Harness) {
 		capacity int64
 	}{{"filter", sigma, capacity}, {"fixed", 1.001 / *f.Policy.PerReleaseMu, 30}} {
 		desc := mechanism.Describe(mechanism.GaussianNoise{Sigma: tc.sigma, Sensitivity: 1})
-		var accepted atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for range 64 {
-			wg.Go(func() {
-				for {
-					_, err := l.Spend(context.Background(), ledger.Request{Budget: tc.id, Cost: dpkit.Budget{Epsilon: 0.01, Delta: 1e-9}, Mechanism: desc})
-					if errors.Is(err, ledger.ErrBudgetExceeded) {
-						return
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					accepted.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("%s: %v", tc.id, err)
-		}
-		if got := accepted.Load(); got != tc.capacity {
-			t.Errorf("%s: %d spends accepted by 64 goroutines, want exactly %d", tc.id, got, tc.capacity)
-		}
-		mustAudit(t, l, tc.id, tc.capacity)
+		spendAll(t, l, ledger.Request{Budget: tc.id, Cost: dpkit.Budget{Epsilon: 0.01, Delta: 1e-9}, Mechanism: desc}, tc.capacity)
 	}
 }
 

@@ -452,9 +452,12 @@ async function loadAdmin() {
       tr.lastChild.append(btn);
     }
   }
+  // The view is rebuilt after every change (and as the list refreshes): keep what the
+  // admin has chosen in the forms meanwhile.
   const checks = $("key-datasets");
-  checks.replaceChildren();
   const gk = $("grant-key"), gd = $("grant-dataset");
+  const keep = { key: gk.value, dataset: gd.value, checked: new Set([...checks.querySelectorAll("input:checked")].map((x) => x.value)) };
+  checks.replaceChildren();
   gk.replaceChildren();
   gd.replaceChildren();
   for (const d of datasets) {
@@ -467,6 +470,9 @@ async function loadAdmin() {
     gd.append(new Option(d.name, d.name));
   }
   for (const k of keys) if (!k.revoked && k.role === "analyst") gk.append(new Option(k.name + " (" + k.id + ")", k.id));
+  if ([...gk.options].some((o) => o.value === keep.key)) gk.value = keep.key;
+  if ([...gd.options].some((o) => o.value === keep.dataset)) gd.value = keep.dataset;
+  for (const box of checks.querySelectorAll("input")) box.checked = keep.checked.has(box.value);
 }
 
 // row appends a table row of text cells to tbody and returns it.
