@@ -87,11 +87,13 @@ func composeOnLattice(items []Item, l lattice) *PLD {
 		}
 		ps = append(ps, p)
 	}
-	for _, b := range partners {
-		p := b.pld(l.h, l.m)
-		p.trim, p.errTol = l.eta, l.errTol
-		ps = append(ps, p)
-	}
+	// The blocks are independent: enumerated on every core.
+	bs := make([]*PLD, len(partners))
+	parallel(len(partners), 0, func(i int) {
+		bs[i] = partners[i].pld(l.h, l.m)
+		bs[i].trim, bs[i].errTol = l.eta, l.errTol
+	})
+	ps = append(ps, bs...)
 	if gauss != nil {
 		mu := gauss.Mu()
 		if share > 0 { // what the shares left
@@ -102,17 +104,18 @@ func composeOnLattice(items []Item, l lattice) *PLD {
 	return composeAll(ps)
 }
 
-// composeAll composes PLDs on one lattice pairwise, smallest first.
+// composeAll composes PLDs on one lattice pairwise, smallest first; the pairs of a
+// level are independent, composed on every core (each PLD's own lattices are composed
+// concurrently too, so only levels of several pairs gain).
 func composeAll(ps []*PLD) *PLD {
 	for len(ps) > 1 {
 		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })
-		next := make([]*PLD, 0, (len(ps)+1)/2)
-		for i := 0; i+1 < len(ps); i += 2 {
-			q, _ := ps[i].Compose(ps[i+1])
-			next = append(next, q)
-		}
+		next := make([]*PLD, (len(ps)+1)/2)
+		parallel(len(ps)/2, 0, func(i int) {
+			next[i], _ = ps[2*i].Compose(ps[2*i+1])
+		})
 		if len(ps)%2 == 1 {
-			next = append(next, ps[len(ps)-1])
+			next[len(next)-1] = ps[len(ps)-1]
 		}
 		ps = next
 	}

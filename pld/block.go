@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"sync"
 )
 
 // maxBlockAtoms bounds the number of loss sums of one exactly composed block (see
@@ -14,7 +13,7 @@ import (
 const (
 	maxBlockAtoms    = 1 << 14
 	maxBlockCount    = 1 << 12
-	maxBlockReleases = 1 << 16
+	maxBlockReleases = 1 << 20
 )
 
 // blocks replaces releases of mechanisms whose loss is a few atoms ((ε, δ) pairs,
@@ -177,25 +176,13 @@ func (b blockMechanism) pld(h float64, m *meter) *PLD {
 		size *= len(r.loss)
 	}
 	m.add(3 * int64(size))
-	sc := scratchPool.Get().(*blockScratch)
-	defer scratchPool.Put(sc)
-	sc.grow(size)
-	loss, p, q := sc.loss[:1], sc.p[:1], sc.q[:1]
-	loss[0], p[0], q[0] = 0, 1, 1
+	// The sums are enumerated as pairs of the two halves' sums (meet in the middle):
+	// each pair is binned as it is formed, and no list of all the sums is ever held.
+	half := len(b.rel) / 2
+	lossA, pA, qA := enumerate(b.rel[:half])
+	lossB, pB, qB := enumerate(b.rel[half:])
 	relErr, lossSpan := 0.0, 0.0
 	for _, r := range b.rel {
-		// Expand in place, from the end: atom i goes to i·m … i·m + m − 1 (all ≥ i).
-		m := len(r.loss)
-		n := len(loss)
-		loss, p, q = loss[:n*m], p[:n*m], q[:n*m]
-		for i := n - 1; i >= 0; i-- {
-			l, pi, qi := loss[i], p[i], q[i]
-			for k := m - 1; k >= 0; k-- {
-				loss[i*m+k] = l + r.loss[k]
-				p[i*m+k] = pi * r.p[k]
-				q[i*m+k] = qi * r.q[k]
-			}
-		}
 		relErr += r.relErr + 2*u
 		lossSpan += math.Max(math.Abs(r.lossLo), math.Abs(r.lossHi))
 	}
@@ -205,18 +192,25 @@ func (b blockMechanism) pld(h float64, m *meter) *PLD {
 	jlo := int64(math.Floor((lo-lossErr)/h)) - 1
 	jhi := int64(math.Ceil((hi+lossErr)/h)) + 1
 	cells := &cellsSpec{h: h, jlo: jlo, p: make([]float64, jhi-jlo+1), lq: make([]float64, jhi-jlo+1)}
-	for i, l := range loss {
-		x := (l + lossErr) / h
-		x += 4 * u * math.Abs(x)
-		j := int64(math.Ceil(x)) - 1 - jlo // cell (j·h, (j+1)·h] holds the exact loss
-		cells.p[j] += p[i]
-		cells.lq[j] += q[i] // linear until linearToLog below
+	// A sum la + lb of the halves' sums (each of at most n terms) is within lossErr of
+	// the exact one; (l + lossErr)·fl(1/h) is within 3u of (l + lossErr)/h, and 8u·|x|
+	// more puts x at or above it: cell (j·h, (j+1)·h], j = ⌈x⌉ − 1, holds the exact loss.
+	invH := 1 / h
+	for i, la := range lossA {
+		pa, qa := pA[i], qA[i]
+		for k, lb := range lossB {
+			x := (la + lb + lossErr) * invH
+			x += 8 * u * math.Abs(x)
+			j := int64(math.Ceil(x)) - 1 - jlo
+			cells.p[j] += pa * pB[k]
+			cells.lq[j] += qa * qB[k] // linear until linearToLog below
+		}
 	}
 	for j, q := range cells.lq {
 		cells.lq[j] = linearToLog(q)
 	}
-	// A cell sums at most len(loss) products: (len(loss) − 1)·u more relative error.
-	cells.relErr = relErr + float64(len(loss))*u
+	// A cell sums at most size products: (size − 1)·u more relative error.
+	cells.relErr = relErr + float64(size)*u
 	_, inf, ops := blockMassParts(b.rel)
 	cells.inf = inf * (1 + float64(ops)*u)
 	cells.trim()
@@ -227,17 +221,25 @@ func (b blockMechanism) pld(h float64, m *meter) *PLD {
 	return &PLD{h: h, sides: []side{{up, lo2}}, m: m}
 }
 
-// blockScratch holds the loss sums of one block while it is discretised.
-type blockScratch struct{ loss, p, q []float64 }
-
-func (s *blockScratch) grow(n int) {
-	if cap(s.loss) < n {
-		s.loss, s.p, s.q = make([]float64, n), make([]float64, n), make([]float64, n)
+// enumerate returns every sum of losses of rel (one atom of each) with its P-mass and
+// Q-mass (products of the releases' masses; Q-masses that underflow are 0, which
+// linearToLog treats as not known).
+func enumerate(rel []*atomSpec) (loss, p, q []float64) {
+	loss, p, q = []float64{0}, []float64{1}, []float64{1}
+	for _, r := range rel {
+		m := len(r.loss)
+		nl, np, nq := make([]float64, 0, len(loss)*m), make([]float64, 0, len(loss)*m), make([]float64, 0, len(loss)*m)
+		for i, l := range loss {
+			for k := range r.loss {
+				nl = append(nl, l+r.loss[k])
+				np = append(np, p[i]*r.p[k])
+				nq = append(nq, q[i]*r.q[k])
+			}
+		}
+		loss, p, q = nl, np, nq
 	}
-	s.loss, s.p, s.q = s.loss[:n], s.p[:n], s.q[:n]
+	return loss, p, q
 }
-
-var scratchPool = sync.Pool{New: func() any { return new(blockScratch) }}
 
 // cellsSpec is a pair given by its P-mass and log Q-mass in each lattice cell
 // (jh, (j+1)h], j = jlo + i, plus P-mass at +∞: what blockMechanism.pld and

@@ -203,10 +203,14 @@ func newWorkload(items []Item) (*workload, error) {
 		return nil, paramErr("mechanisms", math.Sqrt(w.mu2), "Gaussians whose total μ = √(Σ count·(Δ/σ)²) is at most 1e150")
 	}
 	w.setFloor(groups)
-	for _, g := range groups {
-		w.list = append(w.list, g)
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
 	}
-	sort.Slice(w.list, func(i, j int) bool { return w.list[i].Mechanism.String() < w.list[j].Mechanism.String() })
+	sort.Strings(keys)
+	for _, k := range keys {
+		w.list = append(w.list, groups[k])
+	}
 	if w.mu2 > 0 && len(w.list) > 0 {
 		w.list = append(w.list, Item{Gaussian{Sigma: 1 / math.Sqrt(w.mu2), Sensitivity: 1}, 1})
 	}

@@ -3,7 +3,9 @@ package pld
 import (
 	"math"
 	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // PLD is a privacy-loss distribution kept on a lattice of spacing H as a certified
@@ -138,22 +140,35 @@ func (s *side) set(upper bool, l *Lattice) {
 // each calls f(0), …, f(n−1) concurrently: the lattices of a PLD (two bounds of one or
 // two directions) are computed independently. A panic in f (a cancellation, see meter)
 // is raised again in the caller's goroutine once all have returned.
-func each(n int, f func(i int)) {
-	if n == 1 {
-		f(0)
+func each(n int, f func(i int)) { parallel(n, n, f) }
+
+// parallel calls f(0), …, f(n−1) on at most workers goroutines (GOMAXPROCS when
+// workers ≤ 0), as each does.
+func parallel(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
 		return
 	}
 	var wg sync.WaitGroup
 	var once sync.Once
 	var raised any
-	for i := range n {
+	var next atomic.Int64
+	for range workers {
 		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil {
 					once.Do(func() { raised = r })
 				}
 			}()
-			f(i)
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
 		})
 	}
 	wg.Wait()
