@@ -1,6 +1,10 @@
 package pld
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpkit/dpkit/internal/numeric"
+)
 
 // Q-masses are carried as natural logarithms. A loss l = ln(P/Q) may be any float64, but
 // the Q-mass P·e^(−l) of an outcome with a large loss underflows (e^(−l) leaves float64
@@ -81,26 +85,8 @@ const qUnknown = 0x1p-900
 // is below 1e-310 for any lattice dpkit builds.
 const underflowErr = 0x1p-1060
 
-// logNormCDF returns ln Φ(x), with absolute error below 8u + 4u(x² + 1) (that of
-// math.Erfc and of rounding the argument). Beyond x = −37, where Φ approaches the
-// subnormal range, it sums the asymptotic series
-//
-//	Φ(x) = φ(x)/|x| · (1 − 1/x² + 3/x⁴ − 15/x⁶ + … + (−1)^k (2k−1)!!/x^(2k) + …),
-//
-// alternating with decreasing terms past k ≈ x²/2, through k = 8: the truncation error is
-// below 17!!/37^18 ≈ 1.1e-20 relative (Abramowitz & Stegun 26.2.12).
-func logNormCDF(x float64) float64 {
-	if x > -37 {
-		return math.Log(normCDF(x))
-	}
-	x2 := 1 / (x * x)
-	s, t := 1.0, 1.0
-	for k := 1; k <= 8; k++ {
-		t *= -float64(2*k-1) * x2
-		s += t
-	}
-	return -x*x/2 - math.Log(-x) - 0.5*math.Log(2*math.Pi) + math.Log(s)
-}
+// logNormCDF returns ln Φ(x) (numeric.LogNormCDF).
+func logNormCDF(x float64) float64 { return numeric.LogNormCDF(x) }
 
 // logNormSF returns ln(1 − Φ(x)) = ln Φ(−x).
-func logNormSF(x float64) float64 { return logNormCDF(-x) }
+func logNormSF(x float64) float64 { return numeric.LogNormCDF(-x) }
