@@ -387,24 +387,45 @@ func discreteGaussianDelta(S, D, eps float64) float64 {
 	return math.Max(math.Min(best, 1), math.SmallestNonzeroFloat64)
 }
 
-// gaussianTailBound is the bound of DeltaBound at one threshold c.
+// gaussianTailBound is the bound of DeltaBound at one threshold c, computed in log space
+// (numeric.LogNormCDF): the tail P[Y ≤ c − D] can lie far below the normal float64 range
+// (Δ/σ ≈ 15 at ε = 474: Φ(−38.3) ≈ 1e-321, a subnormal with three digits, whose error,
+// times e^ε, once made the bound come out below the truth). Each logarithm is moved by
+// its error bound in the safe direction (8u + 4u(z² + 1), and the rounding of the sum
+// ε + ln B − ln A), and the result rounded up by 1e-12.
 func gaussianTailBound(S, D, eps, c float64) float64 {
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 	bump := 1 / (math.Sqrt(2*math.Pi) * S)
-	a := phi((c + 1) / S)
+	logErr := func(z float64) float64 { return 8*0x1p-53 + 4*0x1p-53*(z*z+1) + 1e-13 }
+	za := (c + 1) / S
+	la := numeric.LogNormCDF(za)
+	if math.IsInf(la, -1) {
+		return 0 // P[Y ≤ c] is below e^(−10^300): nothing (the caller rounds up to 5e-324)
+	}
 	if c >= 0 {
-		a += bump
+		la = math.Log(math.Exp(la) + bump)
 	}
-	b := phi((c - D) / S)
+	la += logErr(za)
+	zb := (c - D) / S
+	var lb float64
 	if c-D > 0 {
-		b -= bump
+		b := 0.5*math.Erfc(-zb/math.Sqrt2) - bump // ≥ ½ − bump: far from underflow
+		if b <= 0 {
+			return math.Exp(la) * (1 + 1e-12)
+		}
+		lb = math.Log(b)
+	} else {
+		lb = numeric.LogNormCDF(zb)
 	}
-	b /= 1 + 3*math.Exp(-2*math.Pi*math.Pi*S*S)
-	var eb float64
-	if b > 0 {
-		eb = math.Exp(eps + math.Log(b))
+	lb -= math.Log1p(3*math.Exp(-2*math.Pi*math.Pi*S*S)) + logErr(zb)
+	x := eps + lb - la
+	x += 2 * 0x1p-53 * (math.Abs(eps) + math.Abs(lb) + math.Abs(la))
+	if x >= 0 || math.IsNaN(x) {
+		if math.IsNaN(x) {
+			return math.Exp(la) * (1 + 1e-12) // A alone bounds it
+		}
+		return 0 // A ≤ e^ε·B even so: this threshold adds nothing
 	}
-	return a*(1+1e-12) - eb*(1-1e-12)
+	return math.Exp(la) * -math.Expm1(x) * (1 + 1e-12)
 }
 
 func (s *SecureLaplace) String() string {

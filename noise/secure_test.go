@@ -297,3 +297,24 @@ func TestSecureExtremes(t *testing.T) {
 		t.Errorf("Δ/σ = 1e300: %v, D = %d", err, g.GridSensitivity())
 	}
 }
+
+// Found by FuzzSecureGaussian: DeltaBound(474) of NewSecureGaussian(7.714285714285715,
+// 0.5) came out as 5e-324 while DeltaBound(475) was 4e-118 — below the truth, from the
+// subnormal tail Φ(−38.3) ≈ 1e-321 times e^474. With S ≈ 1.1e9 grid steps the discrete
+// Gaussian's curve is the continuous μ-GDP curve, μ = D/S = 15.428571429103613, to far
+// better than 1e-6; that curve at ε = 474 is 7.777432861209484e-118 and at 500
+// 2.4337708484067632e-135 (mpmath 1.3.0 at 50 digits, Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)).
+func TestDeltaBoundFarTail(t *testing.T) {
+	s, err := NewSecureGaussian(7.714285714285715, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mu := float64(s.GridSensitivity()) / float64(s.GridSigma()); mu != 15.428571429103613 {
+		t.Fatalf("μ = %.17g: the reference is for 15.428571429103613", mu)
+	}
+	for _, c := range []struct{ eps, want float64 }{{474, 7.777432861209484e-118}, {500, 2.4337708484067632e-135}} {
+		if got := s.DeltaBound(c.eps); got < c.want*(1-1e-6) || got > c.want*(1+1e-6) {
+			t.Errorf("DeltaBound(%g) = %g, want %g within 1e-6", c.eps, got, c.want)
+		}
+	}
+}
