@@ -55,7 +55,7 @@ type daemon struct {
 // startServe starts bin serve with args on a free port and reads the first line.
 func startServe(t *testing.T, bin string, args ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--query-timeout", "1s"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--query-timeout", "3s"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

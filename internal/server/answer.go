@@ -213,7 +213,7 @@ func waitUntil(ctx context.Context, t time.Time) {
 type errTimeout time.Duration
 
 func (e errTimeout) Error() string {
-	return fmt.Sprintf("the query did not finish within the per-query time limit of %v: ask for less (fewer conditions, a smaller GROUP BY domain); nothing was charged", time.Duration(e))
+	return fmt.Sprintf("the query did not finish within the per-query time limit of %v: ask for less (fewer conditions, a smaller GROUP BY domain), or retry when the service is less busy; nothing was charged", time.Duration(e))
 }
 
 // release computes the noisy answer and the payload that records it, at most until q's
