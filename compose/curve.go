@@ -263,7 +263,7 @@ func (c *Curve) condEpsilonLower(t float64) float64 {
 		_, lower, _ := c.cond.Epsilon(t)
 		return lower
 	}
-	return c.lower.Epsilon(t)
+	return c.lower.EpsilonBelow(t)
 }
 
 // belowFloor is the error for a total δ that no ε reaches.

@@ -98,16 +98,43 @@ func (d *Discrete) MaxLoss() float64 {
 //
 // and solves (1 − x)·A + x·F(l_i) = δ − InfMass for x = e^(ε − l_i) on the segment that
 // crosses δ, i.e. ε = l_i + ln((A − t)/G). The result is then moved up by a few ulps until
-// Delta (the direct sum) confirms Delta(ε) ≤ δ, so the returned ε is never below the
-// exact ε of the stored atoms by more than Delta's 5u rounding.
+// Delta (the direct, compensated sum) confirms Delta(ε) ≤ δ, so the returned ε is never
+// below the exact ε of the stored atoms by more than Delta's 5u rounding.
 func (d *Discrete) Epsilon(delta float64) float64 {
-	if d.InfMass > delta {
+	eps, ok := d.estimate(delta)
+	if !ok {
 		return math.Inf(1)
+	}
+	return d.raise(eps, delta)
+}
+
+// EpsilonBelow returns an ε ≥ 0 at or below the smallest ε with Delta(ε) ≤ delta: the
+// estimate of Epsilon moved down until the direct sum, rounded down past its error,
+// still exceeds delta (0 when it does not even at 0; +Inf as Epsilon). It is the
+// inversion for a lower curve, whose ε must not come out above the truth: the walk's
+// running sums err by up to a few u per atom, which over the 10^6 atoms of a 10^12-fold
+// binomial once put the lower ε 1.6e-12 above the exact one.
+func (d *Discrete) EpsilonBelow(delta float64) float64 {
+	eps, ok := d.estimate(delta)
+	if !ok {
+		return math.Inf(1)
+	}
+	step := math.Max(math.Abs(eps)*4e-16, 1e-300)
+	for eps > 0 && !(d.Delta(eps)*(1-8*u) > delta) {
+		eps = math.Max(0, eps-step)
+		step *= 2
+	}
+	return eps
+}
+
+// estimate returns the ε of Epsilon before its check, and false when no ε reaches delta.
+func (d *Discrete) estimate(delta float64) (float64, bool) {
+	if d.InfMass > delta {
+		return 0, false
 	}
 	t := delta - d.InfMass
 	// Walk down: at atom i we know F = F(Loss[i]), A = Σ_{j≥i} m_j, G = Σ_{j≥i} m_j e^(l_i−l_j).
 	F, A, G := 0.0, 0.0, 0.0
-	eps := 0.0
 	for i := len(d.Loss) - 1; i >= 0 && d.Loss[i] > 0; i-- {
 		li := d.Loss[i]
 		if i < len(d.Loss)-1 {
@@ -122,13 +149,12 @@ func (d *Discrete) Epsilon(delta float64) float64 {
 		Flo := -math.Expm1(lo-li)*A + math.Exp(lo-li)*F
 		if Flo > t {
 			// The crossing is in [lo, l_i]: (1 − x)·A + x·F(l_i) = t, x = e^(ε − l_i).
-			eps = li + math.Log((A-t)/G)
-			eps = math.Min(math.Max(eps, lo), li)
-			break
+			eps := li + math.Log((A-t)/G)
+			return math.Min(math.Max(eps, lo), li), true
 		}
 		F = Flo
 	}
-	return d.raise(eps, delta)
+	return 0, true
 }
 
 // raise moves eps upward until the directly summed Delta(eps) ≤ delta.

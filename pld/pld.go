@@ -348,7 +348,7 @@ func (p *PLD) Epsilon(delta float64) (upper, lower float64) {
 	up, lo := p.discretes()
 	for i := range up {
 		upper = math.Max(upper, up[i].Epsilon(delta))
-		lower = math.Max(lower, lo[i].Epsilon(delta))
+		lower = math.Max(lower, lo[i].EpsilonBelow(delta))
 	}
 	return upper, lower
 }
