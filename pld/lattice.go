@@ -152,57 +152,29 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 	nzA, nzB := countNonzero(a.Mass), countNonzero(b.Mass)
 	nfft := 1 << bits.Len(uint(size-1))
 	logN := float64(bits.Len(uint(nfft)))
+	out.Mass = make([]float64, size)
 	if float64(nzA)*float64(nzB) <= 4*float64(nfft)*logN {
-		nzA, nzB := nonzero(a.Mass, nzA), nonzero(b.Mass, nzB)
-		out.Mass = make([]float64, size)
-		for _, i := range nzA {
-			ai := a.Mass[i]
-			for _, j := range nzB {
-				out.Mass[i+j] += ai * b.Mass[j]
-			}
-		}
-		// Each bin sums at most len(nzA) non-negative products: relative error ≤ γ_n.
-		out.Rel = (1+out.Rel)*(1+float64(len(nzA)+2)*u) - 1
+		convolveSparse(out, a, b, nzA, nzB)
 		return out
 	}
-	out.Mass = make([]float64, size)
 	sq := math.Sqrt(float64(size))
 	plain := 3 * 7 * u * logN * (norm2(a.Mass)*bTot + aTot*norm2(b.Mass) + norm2(a.Mass)*norm2(b.Mass))
-	// The bulks: bins above a ratio of the largest, the first ratio (from bulkRatios)
-	// whose split meets the allowance while its direct sums stay affordable.
-	var aLo, aHi, bLo, bHi, direct int
-	var aTail, bTail []float64
-	var split float64
-	for _, r := range bulkRatios {
-		aLo, aHi = bulk(a.Mass, r)
-		bLo, bHi = bulk(b.Mass, r)
-		direct = (aHi - aLo) * (bHi - bLo)
-		aTail, bTail = tailOf(a.Mass, aLo, aHi), tailOf(b.Mass, bLo, bHi)
-		aT1, aT2, bT1, bT2 := total(aTail), norm2(aTail), total(bTail), norm2(bTail)
-		aB2, aB1 := norm2(a.Mass[aLo:aHi]), total(a.Mass[aLo:aHi])
-		split = 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
-		if errTol == 0 || split*sq <= errTol || direct > maxDirectBulk {
-			break
-		}
-	}
+	sp := chooseBulk(a, b, aTot, bTot, logN, sq, errTol)
 
 	// The cheapest way that meets the allowance (errTol = 0: exact bulks where cheap).
 	switch {
-	case errTol == 0 && direct <= 1<<20, errTol > 0 && plain*sq > errTol && split*sq <= errTol && direct <= maxDirectBulk:
-		// below
+	case errTol == 0 && sp.direct <= 1<<20, errTol > 0 && plain*sq > errTol && sp.err*sq <= errTol && sp.direct <= maxDirectBulk:
+		convolveSplit(out, a, b, sp, nfft)
 	case errTol == 0 || plain*sq <= errTol:
 		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
-		return out
 	case float64(nzA)*float64(nb) <= math.Min(maxDirectAll, ddCost*float64(nfft)*logN):
 		// All of it by direct sums (relative error only).
 		g := directBulk(out.Mass, a.Mass, b.Mass, 0, na, 0, nb)
 		out.Rel = (1+out.Rel)*(1+g) - 1
-		return out
 	case nfft > maxDDFFT:
 		// Too large for the double-double FFT's time: the float64 one, whose larger error
 		// bound widens the bracket instead (it is reported, never hidden).
 		out.Err += fftConvolve(out.Mass, a, b, nfft, plain)
-		return out
 	default:
 		// The FFT in double-double: error bound about 2^-51 times the float64 one.
 		c, bound := ddConvolve(a.Mass, b.Mass)
@@ -216,28 +188,72 @@ func convolve(a, b *Lattice, errTol float64) *Lattice {
 		}
 		out.Err += bound*sq + zeroed
 		out.Rel = (1+out.Rel)*(1+u) - 1 // each bin rounded once to float64
-		return out
 	}
-	// The bulks (bins above bulkRatio of the largest) exactly, by direct sums of
-	// non-negative products; the rest, aTail⊛b + aBulk⊛bTail, by FFT, whose error scales
-	// with the tails' norms (small) instead of the bulks'.
-	g := directBulk(out.Mass, a.Mass, b.Mass, aLo, aHi, bLo, bHi)
+	return out
+}
+
+// convolveSparse sums a ⊛ b over the nonzero bins directly into out.
+func convolveSparse(out, a, b *Lattice, nzA, nzB int) {
+	ia, ib := nonzero(a.Mass, nzA), nonzero(b.Mass, nzB)
+	for _, i := range ia {
+		ai := a.Mass[i]
+		for _, j := range ib {
+			out.Mass[i+j] += ai * b.Mass[j]
+		}
+	}
+	// Each bin sums at most len(ia) non-negative products: relative error ≤ γ_n.
+	out.Rel = (1+out.Rel)*(1+float64(len(ia)+2)*u) - 1
+}
+
+// bulkSplit is a split of two lattices into bulks [lo, hi) and tails, with the direct
+// products of the bulks and the FFT error bound of the tails' part.
+type bulkSplit struct {
+	aLo, aHi, bLo, bHi, direct int
+	aTail, bTail               []float64
+	err                        float64
+}
+
+// chooseBulk returns the split at the first ratio of bulkRatios (bins above it times the
+// largest are the bulk) whose tails' FFT error meets the allowance while the bulks' direct
+// sums stay affordable.
+func chooseBulk(a, b *Lattice, aTot, bTot, logN, sq, errTol float64) bulkSplit {
+	var sp bulkSplit
+	for _, r := range bulkRatios {
+		sp.aLo, sp.aHi = bulk(a.Mass, r)
+		sp.bLo, sp.bHi = bulk(b.Mass, r)
+		sp.direct = (sp.aHi - sp.aLo) * (sp.bHi - sp.bLo)
+		sp.aTail, sp.bTail = tailOf(a.Mass, sp.aLo, sp.aHi), tailOf(b.Mass, sp.bLo, sp.bHi)
+		aT1, aT2, bT1, bT2 := total(sp.aTail), norm2(sp.aTail), total(sp.bTail), norm2(sp.bTail)
+		aB2, aB1 := norm2(a.Mass[sp.aLo:sp.aHi]), total(a.Mass[sp.aLo:sp.aHi])
+		sp.err = 5 * 7 * u * logN * (aT2*bTot + aT1*norm2(b.Mass) + aT2*norm2(b.Mass) + aB2*bT1 + aB1*bT2 + aB2*bT2)
+		if errTol == 0 || sp.err*sq <= errTol || sp.direct > maxDirectBulk {
+			break
+		}
+	}
+	return sp
+}
+
+// convolveSplit adds a ⊛ b to out: the bulks (bins above the split's ratio of the
+// largest) exactly, by direct sums of non-negative products; the rest, aTail⊛b +
+// aBulk⊛bTail, by FFT, whose error scales with the tails' norms (small) instead of the
+// bulks'.
+func convolveSplit(out, a, b *Lattice, sp bulkSplit, nfft int) {
+	g := directBulk(out.Mass, a.Mass, b.Mass, sp.aLo, sp.aHi, sp.bLo, sp.bHi)
 	out.Rel = (1+out.Rel)*(1+g) - 1
-	A := transform(nfft, aTail, 0, len(aTail))
-	Ab := transform(nfft, a.Mass, aLo, aHi)
+	A := transform(nfft, sp.aTail, 0, len(sp.aTail))
+	Ab := transform(nfft, a.Mass, sp.aLo, sp.aHi)
 	if a == b { // squaring: aTail⊛a + aBulk⊛aTail = aTail⊛(aTail + 2·aBulk)
 		for i := range A {
 			A[i] *= A[i] + 2*Ab[i]
 		}
 	} else {
 		B := transform(nfft, b.Mass, 0, len(b.Mass))
-		Bt := transform(nfft, bTail, 0, len(bTail))
+		Bt := transform(nfft, sp.bTail, 0, len(sp.bTail))
 		for i := range A {
 			A[i] = A[i]*B[i] + Ab[i]*Bt[i]
 		}
 	}
-	out.Err += addTransformed(out.Mass, nfft, A, split)
-	return out
+	out.Err += addTransformed(out.Mass, nfft, A, sp.err)
 }
 
 // fftConvolve adds a ⊛ b by one float64 FFT to out and returns the error to add.

@@ -74,62 +74,71 @@ func ParseMechanism(s string) (Item, error) {
 	if count < 1 || count > float64(MaxCount) || count != math.Trunc(count) {
 		return Item{}, fmt.Errorf("%s: count = %g: want an integer in [1, 10^12]", kind, count)
 	}
-	sens := get("sensitivity", 1)
+	m, err := buildMechanism(kind, vals, get("sensitivity", 1), need)
+	if err != nil {
+		return Item{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return Item{}, err
+	}
+	return Item{Mechanism: m, Count: int64(count)}, nil
+}
+
+// buildMechanism returns the mechanism of kind from its parsed keys (sens: the
+// sensitivity, default 1; need reports a missing key).
+func buildMechanism(kind string, vals map[string]float64, sens float64, need func(keys ...string) error) (Mechanism, error) {
 	var m Mechanism
 	switch kind {
 	case "gaussian":
 		if err := need("sigma"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		m = Gaussian{Sigma: vals["sigma"], Sensitivity: sens}
 	case "laplace":
 		if err := need("scale"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		m = Laplace{Scale: vals["scale"], Sensitivity: sens}
 	case "geometric":
 		_, hasEps := vals["eps"]
 		_, hasScale := vals["scale"]
 		if hasEps == hasScale {
-			return Item{}, fmt.Errorf("geometric: give exactly one of eps=… (per unit of sensitivity) and scale=…")
+			return nil, fmt.Errorf("geometric: give exactly one of eps=… (per unit of sensitivity) and scale=…")
 		}
 		if sens != math.Trunc(sens) {
-			return Item{}, fmt.Errorf("geometric: sensitivity = %g: want an integer", sens)
+			return nil, fmt.Errorf("geometric: sensitivity = %g: want an integer", sens)
 		}
 		scale := vals["scale"]
 		if hasEps {
 			if vals["eps"] <= 0 {
-				return Item{}, fmt.Errorf("geometric: eps = %g: want a number > 0", vals["eps"])
+				return nil, fmt.Errorf("geometric: eps = %g: want a number > 0", vals["eps"])
 			}
 			scale = 1 / vals["eps"]
 		}
 		m = DiscreteLaplace{Scale: scale, Sensitivity: int64(sens)}
 	case "rr":
 		if err := need("eps", "k"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		if vals["k"] != math.Trunc(vals["k"]) || vals["k"] > 1<<30 {
-			return Item{}, fmt.Errorf("rr: k = %g: want an integer in [2, 2^30]", vals["k"])
+			return nil, fmt.Errorf("rr: k = %g: want an integer in [2, 2^30]", vals["k"])
 		}
 		m = RandomizedResponse{Epsilon: vals["eps"], K: int(vals["k"])}
 	case "exponential":
 		if err := need("eps"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		m = Exponential{Epsilon: vals["eps"]}
 	case "subsampled-gaussian":
 		if err := need("sigma", "q"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		m = PoissonSubsampled{Base: Gaussian{Sigma: vals["sigma"], Sensitivity: sens}, Rate: vals["q"]}
 	case "subsampled-laplace":
 		if err := need("scale", "q"); err != nil {
-			return Item{}, err
+			return nil, err
 		}
 		m = PoissonSubsampled{Base: Laplace{Scale: vals["scale"], Sensitivity: sens}, Rate: vals["q"]}
 	}
-	if err := m.Validate(); err != nil {
-		return Item{}, err
-	}
-	return Item{Mechanism: m, Count: int64(count)}, nil
+	return m, nil
 }
