@@ -311,7 +311,9 @@ func pldPlan(plan []dpkit.Budget, names []mechanism.Descriptor, delta float64) (
 	if err != nil {
 		return nil, err
 	}
-	opts := &pld.Options{}
+	// Tolerance 1e-3: one lattice, as pld's default was when this was written (its
+	// default is now adaptive, refining for up to about a second: too slow for a check).
+	opts := &pld.Options{Tolerance: 1e-3}
 	if delta > 0 && delta < 1 {
 		opts.Delta = delta
 	}

@@ -214,7 +214,7 @@ func groupSpacing(it Item, h float64, refine int, several bool) (start, largest 
 		// deviation: a 10^12-fold Laplace of scale 10^6 otherwise held 12 million bins a
 		// lattice (8 GB, minutes).
 		sdK := math.Sqrt(float64(it.Count)) * sd
-		return start, math.Min(largest, math.Max(math.Max(start, unit), sdK/combBinsPerSD))
+		return start, math.Min(largest, math.Max(math.Max(start, unit), sdK/(combBinsPerSD*math.Exp2(float64(refine)))))
 	}
 	start = h
 	for target > 0 && start > target && width/start < maxStartBins/2 {
