@@ -24,6 +24,18 @@ type LoadOptions struct {
 	// that unit's own rows (and, for a random choice, on independent coins), so adding or
 	// removing one unit changes the kept rows of that unit only.
 	Source noise.Source
+	// BoundPerQuery keeps every row of every unit: MaxRows is then applied per query, to
+	// the rows the query selects, by the rule every executor follows (Plan.Compile) — as
+	// for a live table. Without it at most MaxRows rows of each unit are kept at load
+	// (above), and queries find every unit within MaxRows already.
+	BoundPerQuery bool
+	// Nulls reads an empty field (or one of spaces only) of an Int or Float column as
+	// NULL, a missing value, instead of refusing it: a NULL fails every comparison in
+	// WHERE, belongs to no group, counts in COUNT(*) and in no other aggregate (SUM, AVG,
+	// MEDIAN, QUANTILE see the non-NULL values only), and a row whose privacy unit is
+	// NULL belongs to no unit and is dropped. It applies to every numeric column, so
+	// that which columns may be NULL is public (Plan sensitivities depend on it).
+	Nulls bool
 }
 
 // LoadCSV reads a table from CSV text (RFC 4180: comma-separated, "double-quoted" fields)
@@ -55,7 +67,7 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newLoader(t, field, opt.Source)
+	l := newLoader(t, field, opt)
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -67,6 +79,10 @@ func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
 		t.stats.Lines++
 		if err := l.parseRow(cr, rec); err != nil {
 			return nil, err
+		}
+		if l.unitNull {
+			t.stats.Dropped++
+			continue
 		}
 		if !l.admit() {
 			t.stats.Dropped++
@@ -94,6 +110,10 @@ func newTable(s Schema) *Table {
 	if s.Unit != nil {
 		u := *s.Unit
 		t.schema.Unit = &u
+	}
+	t.unitCol = -1
+	if s.Unit != nil {
+		t.unitCol = t.schema.column(s.Unit.Column)
 	}
 	t.cols = make([]column, len(s.Columns))
 	for i := range t.cols {
@@ -151,28 +171,35 @@ type loader struct {
 	maxRows int
 	src     noise.Source // random selection of a unit's rows; nil: the first maxRows
 	random  bool
+	all     bool // LoadOptions.BoundPerQuery: keep every row
+	nulls   bool // LoadOptions.Nulls
 
 	dicts   []map[string]uint32 // String columns: value → dictionary code
 	clamped []int               // values moved to the bounds, per column
 
-	unitID  uint64            // the current row's unit
-	byCode  bool              // the unit column is a String column: ids are dictionary codes
-	perCode []int32           // rows seen per unit, by code (byCode)
-	perUnit map[uint64]int32  // rows seen per unit (otherwise)
-	unitIDs []uint64          // unit of every kept row (random selection only)
-	dense   map[uint64]uint32 // raw unit id → dense id (not byCode)
+	unitID   uint64            // the current row's unit
+	unitNull bool              // the current row's unit is NULL
+	null     []bool            // the current row, per column: NULL
+	byCode   bool              // the unit column is a String column: ids are dictionary codes
+	perCode  []int32           // rows seen per unit, by code (byCode)
+	perUnit  map[uint64]int32  // rows seen per unit (otherwise)
+	unitIDs  []uint64          // unit of every kept row (random selection only)
+	dense    map[uint64]uint32 // raw unit id → dense id (not byCode)
 
 	ints   []int64 // the current row, per column
 	floats []float64
 	codes  []uint32
 }
 
-func newLoader(t *Table, field []int, src noise.Source) *loader {
-	l := &loader{t: t, field: field, unit: -1, maxRows: 1, src: src,
+func newLoader(t *Table, field []int, opt LoadOptions) *loader {
+	l := &loader{t: t, field: field, unit: -1, maxRows: 1, src: opt.Source, all: opt.BoundPerQuery, nulls: opt.Nulls,
 		dicts:   make([]map[string]uint32, len(t.cols)),
 		clamped: make([]int, len(t.cols)),
 		ints:    make([]int64, len(t.cols)), floats: make([]float64, len(t.cols)), codes: make([]uint32, len(t.cols)),
+		null: make([]bool, len(t.cols)),
 	}
+	t.nulls = opt.Nulls
+	t.bounded = !opt.BoundPerQuery
 	for i := range t.cols {
 		if t.cols[i].decl.Type == String {
 			l.dicts[i] = map[string]uint32{}
@@ -180,7 +207,7 @@ func newLoader(t *Table, field []int, src noise.Source) *loader {
 	}
 	if u := t.schema.Unit; u != nil {
 		l.unit, l.maxRows = t.schema.column(u.Column), u.MaxRows
-		l.random = src != nil
+		l.random = opt.Source != nil && !l.all
 		l.byCode = t.schema.Columns[l.unit].Type == String
 		if !l.byCode {
 			l.perUnit = map[uint64]int32{}
@@ -193,9 +220,16 @@ func newLoader(t *Table, field []int, src noise.Source) *loader {
 // parseRow parses every declared field of rec into the row scratch, clamping numeric
 // values to their bounds, and sets the row's unit id.
 func (l *loader) parseRow(cr *csv.Reader, rec []string) error {
+	l.unitNull = false
 	for i := range l.t.cols {
 		c := &l.t.cols[i]
 		f := rec[l.field[i]]
+		l.null[i] = l.nulls && c.decl.Type != String && strings.TrimSpace(f) == ""
+		if l.null[i] {
+			l.ints[i], l.floats[i] = 0, 0
+			l.unitNull = l.unitNull || i == l.unit
+			continue
+		}
 		var err error
 		switch c.decl.Type {
 		case Int:
@@ -288,7 +322,7 @@ func (l *loader) admit() bool {
 		l.unitIDs = append(l.unitIDs, l.unitID)
 		return true
 	}
-	return int(k) < l.maxRows
+	return l.all || int(k) < l.maxRows
 }
 
 // appendRow appends the current row to the columns.
@@ -304,11 +338,18 @@ func (l *loader) appendRow() {
 			}
 			id = d
 		}
+		for int(id) >= len(t.unitIDs) {
+			t.unitIDs = append(t.unitIDs, uint64(len(t.unitIDs))) // byCode: the code itself
+		}
+		t.unitIDs[id] = l.unitID
 		t.unitOf = append(t.unitOf, id)
 		t.units = max(t.units, int(id)+1)
 	}
 	for i := range t.cols {
 		c := &t.cols[i]
+		if l.null[i] {
+			c.nulls.set(t.n, true)
+		}
 		switch c.decl.Type {
 		case Int:
 			c.ints = append(c.ints, l.ints[i])
@@ -381,6 +422,9 @@ func (t *Table) selectRandom(unitIDs []uint64, perUnit map[uint64]int32, maxRows
 			case String:
 				c.codes[w] = c.codes[r]
 			}
+			if c.nulls != nil {
+				c.nulls.set(w, c.nulls.get(r))
+			}
 		}
 		if t.unitOf != nil {
 			t.unitOf[w] = t.unitOf[r]
@@ -390,6 +434,11 @@ func (t *Table) selectRandom(unitIDs []uint64, perUnit map[uint64]int32, maxRows
 	for i := range t.cols {
 		c := &t.cols[i]
 		c.ints, c.floats, c.codes = shrink(c.ints, w), shrink(c.floats, w), shrink(c.codes, w)
+		if c.nulls != nil {
+			for r := w; r < len(c.nulls)*64; r++ {
+				c.nulls.set(r, false)
+			}
+		}
 	}
 	t.unitOf = shrink(t.unitOf, w)
 	t.n = w

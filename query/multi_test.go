@@ -1,9 +1,12 @@
 package query
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,7 +98,9 @@ func TestGroupOrder(t *testing.T) {
 }
 
 // TestContributionBoundingPerGroup: with MaxGroups 2 and MaxRowsPerGroup 2, a unit keeps
-// its rows in its first two groups (file order), at most two in each.
+// its two groups of smallest group key and, in each, its two rows of smallest row key —
+// the keys of the documented rule (bounding.go), computed here with crypto/md5 from their
+// definition, for the zero seed of Evaluate.
 func TestContributionBoundingPerGroup(t *testing.T) {
 	s := Schema{
 		Columns: []Column{{Name: "u", Type: String}, {Name: "g", Type: String}, {Name: "x", Type: Int, Min: 0, Max: 10}},
@@ -107,9 +112,30 @@ func TestContributionBoundingPerGroup(t *testing.T) {
 	if !p.Selection || p.MaxGroups != 2 || p.MaxRowsPerGroup != 2 {
 		t.Fatalf("plan %+v", p)
 	}
-	// u1 keeps a:{1,2}, b:{3,6}; drops a:4 (third in a) and c:5 (third group).
-	want := map[string][3]float64{"a": {3, 11, 2}, "b": {2, 9, 1}, "c": {1, 7, 1}}
-	for _, g := range p.Evaluate().Groups {
+	md5hex := func(text string) string { d := md5.Sum([]byte(text)); return hex.EncodeToString(d[:]) }
+	seed := strings.Repeat("00", 16)
+	groupKey := func(g string) string { return md5hex(seed + "/g/2:u1/1:" + g) }
+	rowKey := func(g string, x int) string { return md5hex(fmt.Sprintf("%s/r/2:u1/1:%s/%d/1", seed, g, x)) }
+	u1 := map[string][]int{"a": {1, 2, 4}, "b": {3, 6}, "c": {5}}
+	groups := []string{"a", "b", "c"}
+	slices.SortFunc(groups, func(a, b string) int { return strings.Compare(groupKey(a), groupKey(b)) })
+	want := map[string][3]float64{"a": {1, 8, 1}, "c": {1, 7, 1}} // u2's rows
+	for _, g := range groups[:2] {
+		xs := slices.Clone(u1[g])
+		slices.SortFunc(xs, func(a, b int) int { return strings.Compare(rowKey(g, a), rowKey(g, b)) })
+		w := want[g]
+		for _, x := range xs[:min(2, len(xs))] {
+			w[0]++
+			w[1] += float64(x)
+		}
+		w[2]++
+		want[g] = w
+	}
+	got := p.Evaluate().Groups
+	if len(got) != len(want) {
+		t.Fatalf("groups %+v, want %v", got, want)
+	}
+	for _, g := range got {
 		w := want[g.Key]
 		if g.Values[0] != w[0] || g.Values[1] != w[1] || float64(g.Units) != w[2] {
 			t.Errorf("group %s: count %v sum %v units %d, want %v", g.Key, g.Values[0], g.Values[1], g.Units, w)

@@ -62,7 +62,6 @@ func newSummer(m mechanism.Mechanism) summer {
 // aggNoise is one aggregate's noise.
 type aggNoise struct {
 	ap    *AggregatePlan
-	col   *column
 	count counter // COUNT; AVG's count
 	sum   summer  // SUM; AVG's centred sum
 	quant *mechanism.Quantile
@@ -83,7 +82,7 @@ func (p *Plan) noisy(ms []mechanism.Mechanism) *noisy {
 	k := 0
 	for i := range p.Aggregates {
 		ap := &p.Aggregates[i]
-		an := aggNoise{ap: ap, col: p.b.aggs[i].col}
+		an := aggNoise{ap: ap}
 		switch ap.Func {
 		case Count:
 			an.count = newCounter(ms[k])
@@ -103,12 +102,12 @@ func (p *Plan) noisy(ms []mechanism.Mechanism) *noisy {
 	return n
 }
 
-// group returns the noisy values of every aggregate for group s, and their intervals.
-func (n *noisy) group(e *exact, s int, src noise.Source) ([]float64, [][]float64, error) {
+// group returns the noisy values of every aggregate of group g, and their intervals.
+func (n *noisy) group(g *GroupExact, src noise.Source) ([]float64, [][]float64, error) {
 	vals := make([]float64, len(n.aggs))
 	cis := make([][]float64, len(n.aggs))
 	for i := range n.aggs {
-		v, ci, err := n.aggs[i].release(e, i, s, src)
+		v, ci, err := n.release(g, i, src)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -117,30 +116,31 @@ func (n *noisy) group(e *exact, s int, src noise.Source) ([]float64, [][]float64
 	return vals, cis, nil
 }
 
-// release returns aggregate i's noisy value for group s and its interval.
-func (an *aggNoise) release(e *exact, i, s int, src noise.Source) (float64, []float64, error) {
+// release returns aggregate i's noisy value for group g and its interval.
+func (n *noisy) release(g *GroupExact, i int, src noise.Source) (float64, []float64, error) {
+	an, a := &n.aggs[i], &g.Aggs[i]
 	switch an.ap.Func {
 	case Count:
-		c, err := an.count.release(e.count[s], src)
+		c, err := an.count.release(g.Rows, src)
 		v := float64(c)
 		return v, []float64{v - an.hc, v + an.hc}, err
 	case Sum:
-		sum, _ := exactSum(e.sums[i][s], an.col.unitGrid()).Float64()
+		sum, _ := n.p.exactSum(i, a).Float64()
 		v, err := an.sum.release(sum, src)
 		return v, []float64{v - an.hs, v + an.hs}, err
 	case Avg:
 		c := an.ap.Components[0].Centre
-		lo, hi := an.col.decl.Min, an.col.decl.Max
-		ns, err := an.sum.release(centredSum(e.sums[i][s], e.count[s], an.col.unitGrid(), c), src)
+		lo, hi := n.p.bounds(i)
+		ns, err := an.sum.release(n.p.centredSum(i, a, c), src)
 		if err != nil {
 			return 0, nil, err
 		}
-		cnt, err := an.count.release(e.count[s], src)
+		cnt, err := an.count.release(a.N, src)
 		nc := float64(cnt)
 		v := math.Max(lo, math.Min(hi, c+ns/math.Max(nc, 1)))
 		return v, avgInterval(ns, nc, an.hs, an.hc, c, lo, hi), err
 	}
-	v, err := an.quant.ReleaseSorted(e.values[i][s], src)
+	v, err := an.quant.ReleaseSorted(a.Sorted, src)
 	return v, nil, err
 }
 

@@ -1,27 +1,31 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/sensitivity"
 )
 
-// Plan is a query checked against a table, with what a private release of it needs:
-// the quantities to privatise and their sensitivities, from the declared bounds, the
-// neighbouring relation and the privacy unit's bounds (never from the data).
+// Plan is a query checked against a table's schema, with what a private release of it
+// needs: the quantities to privatise and their sensitivities, from the declared bounds,
+// the neighbouring relation and the privacy unit's bounds (never from the data).
 //
 // It is a logical plan of five steps, each a field: the rows (WHERE), contribution
-// bounding (MaxRows per unit at load; per grouped query at most MaxGroups groups per unit
-// and MaxRowsPerGroup rows in each, in file order), the groups (GroupColumns over their
-// declared domains, or the keys found in the data and released by partition selection),
-// the exact aggregates (Aggregates, each with its Components: counts, sums of clamped
-// values, sorted values), and the mechanisms that add noise to them (Mechanisms, which
-// never see rows). Execute runs the exact steps (in memory); another executor may run
-// them elsewhere from the same fields.
+// bounding (per query, at most MaxRows rows per unit, and for grouped queries at most
+// MaxGroups groups per unit with at most MaxRowsPerGroup rows in each; which ones, for a
+// unit over a bound, is a uniformly random choice keyed by the query's Seed, see
+// Compile), the groups (GroupColumns over their declared domains, or the keys found in
+// the data and released by partition selection), the exact aggregates (Aggregates, each
+// with its Components: counts, sums of clamped values, sorted values), and the mechanisms
+// that add noise to them (Mechanisms, which never see rows). An Executor runs the exact
+// steps: the Table the plan was prepared on (in memory), or the database holding the
+// table (Compile); ReleaseFrom adds the noise.
 //
-// A Plan holds a reference to its Table and is safe for concurrent use.
+// A Plan is safe for concurrent use.
 type Plan struct {
 	Query     *Query
 	Neighbour sensitivity.Neighbour
@@ -47,7 +51,14 @@ type Plan struct {
 	// SelectionShare is the share of ε that partition selection takes (0 without it).
 	SelectionShare float64
 
-	b *bound
+	schema   Schema
+	nullable []bool // per column: may hold NULLs (nil: every numeric column may)
+	table    *Table // the table of Prepare; nil for PrepareSchema
+	b        *bound
+	// per grouping column: the declared domain's canonical keys (nil: none, selection)
+	// and their indices
+	domains     [][]string
+	domainIndex []map[string]int
 }
 
 // AggregatePlan is one aggregate of a plan.
@@ -89,7 +100,9 @@ const sumSlack = 0x1p-52
 // Prepare parses sql and checks it against t, whose name in FROM clauses is name, for the
 // neighbouring relation nb (sensitivity.AddRemove: add or remove one privacy unit, the
 // default of dpkit; sensitivity.ReplaceOne: replace one unit's rows by another's).
-// Syntax and schema errors are *Error values with the byte offset of the problem.
+// Syntax and schema errors are *Error values with the byte offset of the problem. The
+// plan runs on t (ReleaseWith, Evaluate); it is PrepareSchema(t.Schema(), …) with t as
+// its executor.
 //
 // Sensitivities (m = MaxRows, g = MaxGroups, c = MaxRowsPerGroup, [lo, hi] the declared
 // bounds, B = max(|lo|, |hi|); package sensitivity):
@@ -98,14 +111,20 @@ const sumSlack = 0x1p-52
 //	COUNT(*) GROUP BY …, HISTOGRAM   sensitivity.Grouped(nb, m, g, c, 1):  ℓ1 = min(m, g·c),
 //	                         ℓ2 = √(k·c² + r²) (k = min(g, ⌊m/c⌋) groups filled to c, r
 //	                         left over); ReplaceOne 2ℓ1, √2ℓ2 (with g = c = m: m, m | 2m, √2·m)
-//	SUM(col)                 sensitivity.Sum(nb, lo, hi, m)                 (m·B | replace: see there)
+//	SUM(col)                 sensitivity.Sum(nb, lo', hi', m)               (m·B | replace: see there)
 //	SUM(col) GROUP BY …      sensitivity.Grouped(nb, m, g, c, B) (ReplaceOne: 2ℓ1, 2ℓ2)
 //	AVG(col)                 a centred sum Σ(x − c), c = (lo+hi)/2, with the SUM rule on
-//	                         [lo−c, hi−c], and a count; the aggregate's share of the cost
-//	                         is split equally; the release is c + noisy sum / noisy count
+//	                         [lo−c, hi−c], and a count of the values; the aggregate's share
+//	                         of the cost is split equally; the release is c + noisy sum /
+//	                         noisy count
 //	MEDIAN, QUANTILE(col,p)  rank utility u = −|#{x_i below} − p·n| of the exponential
 //	                         mechanism: Δu = m (AddRemove), 2m (ReplaceOne); grouped:
 //	                         min(m, g·c), summed over groups (doubled for ReplaceOne)
+//
+// For an ungrouped SUM under ReplaceOne, [lo', hi'] = [min(lo, 0), max(hi, 0)] when a unit
+// may contribute a sum of 0 — when the query has a WHERE clause (the unit's rows may all
+// be left out) or the column may hold NULLs (Table.Nullable; a NULL adds nothing) — else
+// [lo, hi]. Add/remove sensitivities are unchanged by both (0 is within ±B).
 //
 // Sums are computed exactly and then rounded to float64 once; since two neighbouring
 // sums of at most MaxRows values of magnitude ≤ B can each be rounded by 2^-53 of
@@ -114,6 +133,30 @@ const sumSlack = 0x1p-52
 // stated sensitivity therefore exceeds the exact one by at most a relative 2^-17 ≈ 7.6e-6
 // (plus one ulp from rounding up); it is never below it.
 func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error) {
+	p, err := prepare(t.Schema(), t.nullable(), name, sql, nb)
+	if err != nil {
+		return nil, err
+	}
+	p.table = t
+	return p, nil
+}
+
+// PrepareSchema is Prepare against a schema instead of a loaded table: the plan of a
+// query on a table that lives elsewhere (a live PostgreSQL table, package
+// query/pushdown), released with ReleaseFrom and that table's Executor. Every numeric
+// column is taken to possibly hold NULLs (see Prepare for what that changes). The schema
+// is validated first (a *dpkit.ParamError naming the field).
+func PrepareSchema(s Schema, name, sql string, nb sensitivity.Neighbour) (*Plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s = s.clone()
+	return prepare(s, nil, name, sql, nb)
+}
+
+// prepare plans sql against schema s (a copy the plan owns); nullable says which columns
+// may hold NULLs (nil: every numeric column).
+func prepare(s Schema, nullable []bool, name, sql string, nb sensitivity.Neighbour) (*Plan, error) {
 	if nb != sensitivity.AddRemove && nb != sensitivity.ReplaceOne {
 		return nil, &dpkit.ParamError{Pkg: "query", Name: "neighbour", Value: int(nb), Want: "sensitivity.AddRemove or sensitivity.ReplaceOne"}
 	}
@@ -121,24 +164,25 @@ func Prepare(t *Table, name, sql string, nb sensitivity.Neighbour) (*Plan, error
 	if err != nil {
 		return nil, err
 	}
-	b, err := bind(q, t, name)
+	p := &Plan{Query: q, Neighbour: nb, schema: s, nullable: nullable}
+	b, err := bind(q, &p.schema, name)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Query: q, Neighbour: nb, MaxRows: t.schema.maxRows(), b: b, Selection: b.selection}
-	p.MaxGroups, p.MaxRowsPerGroup = t.schema.groupBounds()
+	p.b, p.Selection, p.MaxRows = b, b.selection, s.maxRows()
+	p.MaxGroups, p.MaxRowsPerGroup = s.groupBounds()
 	if b.groups != nil {
 		for _, c := range b.groups {
-			p.GroupColumns = append(p.GroupColumns, c.decl.Name)
+			p.GroupColumns = append(p.GroupColumns, s.Columns[c].Name)
 		}
+		p.resolveDomains()
 		if !b.selection {
-			if err := b.checkGroups(); err != nil {
+			if err := p.declaredKeys(); err != nil {
 				return nil, err
 			}
-			p.Keys = b.newGrouping().keyTexts()
 			p.MaxGroups = min(p.MaxGroups, max(len(p.Keys), 1))
 			if len(b.groups) == 1 {
-				p.Groups = b.groups[0].domain.keys
+				p.Groups = p.domains[0]
 			}
 		}
 		p.MaxGroups = min(p.MaxGroups, p.MaxRows*p.MaxRowsPerGroup) // more groups than rows cannot be held
@@ -180,15 +224,23 @@ func (p *Plan) plan() error {
 // components returns the noisy quantities of one aggregate, at the given share.
 func (p *Plan) components(a *boundAgg, share float64) ([]Component, error) {
 	grouped := p.b.groups != nil
+	var decl *Column
+	if a.col >= 0 {
+		decl = &p.schema.Columns[a.col]
+	}
 	switch a.fn() {
 	case Count:
 		l1, l2, err := p.countSensitivity()
 		return []Component{{Quantity: "COUNT(*)", L1: l1, L2: l2, Share: share, kind: countComponent}}, err
 	case Sum:
-		l1, l2, err := p.sumSensitivity(a.col.decl.Min, a.col.decl.Max)
-		return []Component{{Quantity: fmt.Sprintf("SUM(%s)", a.col.decl.Name), L1: l1, L2: l2, Share: share, kind: sumComponent}}, err
+		lo, hi := decl.Min, decl.Max
+		if p.Neighbour == sensitivity.ReplaceOne && (p.Query.Where != nil || p.mayBeNull(a.col)) {
+			lo, hi = math.Min(lo, 0), math.Max(hi, 0) // a unit's sum may be 0
+		}
+		l1, l2, err := p.sumSensitivity(lo, hi)
+		return []Component{{Quantity: fmt.Sprintf("SUM(%s)", decl.Name), L1: l1, L2: l2, Share: share, kind: sumComponent}}, err
 	case Avg:
-		lo, hi := a.col.decl.Min, a.col.decl.Max
+		lo, hi := decl.Min, decl.Max
 		c := lo/2 + hi/2 // any public centre is sound; this one is within [lo, hi]
 		// Half-width of [lo−c, hi−c], rounded up: |x − c| ≤ r for every x in [lo, hi].
 		r := math.Max(subUp(hi, c), subUp(c, lo))
@@ -198,7 +250,7 @@ func (p *Plan) components(a *boundAgg, share float64) ([]Component, error) {
 		}
 		cl1, cl2, err := p.countSensitivity()
 		return []Component{
-			{Quantity: fmt.Sprintf("SUM(%s − %g)", a.col.decl.Name, c), L1: l1, L2: l2, Share: share / 2, Centre: c, kind: sumComponent},
+			{Quantity: fmt.Sprintf("SUM(%s − %g)", decl.Name, c), L1: l1, L2: l2, Share: share / 2, Centre: c, kind: sumComponent},
 			{Quantity: "COUNT(*)", L1: cl1, L2: cl2, Share: share / 2, kind: countComponent},
 		}, err
 	}
@@ -211,6 +263,14 @@ func (p *Plan) components(a *boundAgg, share float64) ([]Component, error) {
 		du *= 2
 	}
 	return []Component{{Quantity: "rank utility", L1: du, L2: du, Share: share, kind: rankComponent}}, nil
+}
+
+// mayBeNull reports whether column c may hold NULLs.
+func (p *Plan) mayBeNull(c int) bool {
+	if p.nullable == nil {
+		return p.schema.Columns[c].Type != String
+	}
+	return p.nullable[c]
 }
 
 // countSensitivity returns the ℓ1 and ℓ2 sensitivities of the (grouped) count.
@@ -279,29 +339,68 @@ type GroupResult struct {
 	Units  int64     // distinct privacy units holding the group (after contribution bounding)
 }
 
-// Evaluate computes the exact aggregates: per group for grouped queries (every declared
-// group, those with no rows included, rows whose value is outside a domain in none; or,
-// with partition selection, every key found in the data — none of them selected). The
-// result is NOT differentially private. Counts and sums are exact (sums rounded once to
-// the nearest float64), AVG is the exact mean rounded once, and the p-quantile is the
-// value of rank ⌈p·n⌉ (at least 1) among the n selected values in increasing order.
+// Evaluate computes the exact aggregates on the plan's table, with contribution bounding
+// keyed by the zero Seed (so that it is repeatable): per group for grouped queries (every
+// declared group, those with no rows included, rows whose value is outside a domain in
+// none; or, with partition selection, every key found in the data — none of them
+// selected). The result is NOT differentially private. Counts and sums are exact (sums
+// rounded once to the nearest float64), AVG is the exact mean of the non-NULL values
+// rounded once, and the p-quantile is the value of rank ⌈p·n⌉ (at least 1) among the n
+// non-NULL selected values in increasing order. A plan of PrepareSchema has no table:
+// Evaluate returns nil (use Collect with its executor).
 func (p *Plan) Evaluate() *Result {
-	e := p.execute()
-	row := func(s int) []float64 {
-		v := make([]float64, len(p.b.aggs))
+	if p.table == nil {
+		return nil
+	}
+	gs, err := p.collect(context.Background(), p.table, Seed{})
+	if err != nil {
+		return nil // unreachable: the in-memory executor does not fail on its own plan
+	}
+	return p.result(gs)
+}
+
+// result turns exact statistics into exact values.
+func (p *Plan) result(gs []*GroupExact) *Result {
+	row := func(g *GroupExact) []float64 {
+		v := make([]float64, len(p.Aggregates))
 		for i := range v {
-			v[i] = p.b.value(e, i, s)
+			v[i] = p.value(g, i)
 		}
 		return v
 	}
-	if e.keys == nil {
-		v := row(0)
+	if p.GroupColumns == nil {
+		v := row(gs[0])
 		return &Result{Value: v[0], Values: v}
 	}
-	r := &Result{Groups: make([]GroupResult, e.groups())}
-	for s := range r.Groups {
-		v := row(s)
-		r.Groups[s] = GroupResult{Key: e.keys[s][0], Keys: e.keys[s], Value: v[0], Values: v, Units: e.units[s]}
+	r := &Result{Groups: make([]GroupResult, len(gs))}
+	for s, g := range gs {
+		v := row(g)
+		r.Groups[s] = GroupResult{Key: g.Keys[0], Keys: g.Keys, Value: v[0], Values: v, Units: g.Units}
 	}
 	return r
+}
+
+// value returns the exact value of aggregate i in group g, rounded to the nearest
+// float64: the count, the sum, the mean (NaN for no values), or the p-quantile, the value
+// of rank ⌈p·n⌉ among the sorted values (NaN for no values).
+func (p *Plan) value(g *GroupExact, i int) float64 {
+	a := &g.Aggs[i]
+	switch p.Aggregates[i].Func {
+	case Count:
+		return float64(g.Rows)
+	case Sum:
+		f, _ := p.exactSum(i, a).Float64()
+		return f
+	case Avg:
+		if a.N == 0 {
+			return math.NaN()
+		}
+		r, _ := p.exactSum(i, a).Rat(nil)
+		f, _ := r.Quo(r, new(big.Rat).SetInt64(a.N)).Float64()
+		return f
+	}
+	if a.N == 0 {
+		return math.NaN()
+	}
+	return a.Sorted[quantileRank(p.Aggregates[i].P, a.N)-1]
 }

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -121,7 +123,26 @@ func (p *Plan) Release(b dpkit.Budget, src noise.Source) (*Answer, error) {
 //
 // The release is (Σ ε_i, δ)-DP (basic composition) for the pure-ε family, and μ-GDP
 // (Σ μ_i² ≤ μ²) for the Gaussian one.
+//
+// ReleaseWith computes the exact aggregates on the plan's table (Prepare); a plan of
+// PrepareSchema has none and is released with ReleaseFrom.
 func (p *Plan) ReleaseWith(o ReleaseOptions, src noise.Source) (*Answer, error) {
+	if p.table == nil {
+		return nil, errNoTable
+	}
+	return p.ReleaseFrom(context.Background(), o, p.table, src)
+}
+
+var errNoTable = errors.New("query: the plan has no table (PrepareSchema): release it with ReleaseFrom and an Executor")
+
+// ReleaseFrom is ReleaseWith with the exact aggregates computed by executor x (the
+// in-memory Table, or the database holding the table), with contribution bounding keyed
+// by a fresh random Seed. It checks o and builds the mechanisms before x runs (an
+// invalid request touches no data), and it adds the noise to the statistics x emits as
+// they come: with partition selection, only the kept keys are held, so that memory does
+// not grow with the number of keys found. An error of x (cancellation, a failed
+// database) is returned as is, and nothing is released.
+func (p *Plan) ReleaseFrom(ctx context.Context, o ReleaseOptions, x Executor, src noise.Source) (*Answer, error) {
 	ms, sel, err := p.Mechanisms(o)
 	if err != nil {
 		return nil, err
@@ -129,7 +150,6 @@ func (p *Plan) ReleaseWith(o ReleaseOptions, src noise.Source) (*Answer, error) 
 	if src == nil {
 		src = secure
 	}
-	e := p.execute()
 	a := &Answer{Aggregates: make([]string, len(p.Aggregates)), GroupColumns: p.GroupColumns, Descriptor: describe(ms, sel)}
 	for i, ap := range p.Aggregates {
 		a.Aggregates[i] = ap.Text
@@ -143,23 +163,42 @@ func (p *Plan) ReleaseWith(o ReleaseOptions, src noise.Source) (*Answer, error) 
 		}
 	}
 	n := p.noisy(ms)
-	keep := func(int) bool { return true }
-	if sel != nil {
-		keep = func(s int) bool { return sel.Keep(e.units[s], src) }
-	}
-	for s := range e.count {
-		if !keep(s) {
-			continue
+	add := func(g *GroupExact) error {
+		vals, cis, err := n.group(g, src)
+		if err != nil {
+			return err
 		}
-		vals, cis, err := n.group(e, s, src)
+		if g.Keys == nil {
+			a.Values, a.Intervals = vals, cis
+			return nil
+		}
+		a.Groups = append(a.Groups, Group{Keys: g.Keys, Values: vals, Intervals: cis, Key: g.Keys[0], Value: vals[0], CI95: cis[0]})
+		return nil
+	}
+	if sel == nil {
+		gs, err := p.collect(ctx, x, NewSeed())
 		if err != nil {
 			return nil, err
 		}
-		if e.keys == nil {
-			a.Values, a.Intervals = vals, cis
-			break
+		for _, g := range gs {
+			if err := add(g); err != nil {
+				return nil, err
+			}
 		}
-		a.Groups = append(a.Groups, Group{Keys: e.keys[s], Values: vals, Intervals: cis, Key: e.keys[s][0], Value: vals[0], CI95: cis[0]})
+	} else {
+		err := x.Execute(ctx, p, NewSeed(), func(g *GroupExact) error {
+			if err := p.checkGroup(g); err != nil {
+				return err
+			}
+			if !sel.Keep(g.Units, src) {
+				return nil
+			}
+			return add(g)
+		})
+		if err != nil {
+			return nil, err
+		}
+		sortByKey(p, a.Groups, func(g Group) []string { return g.Keys })
 	}
 	n.describe(a)
 	return a, nil
@@ -331,18 +370,20 @@ func (p *Plan) gaussianMechanism(c Component, mu float64) (*mechanism.Gaussian, 
 // quantileMechanism returns the exact quantile mechanism over the aggregated column's
 // grid with utility sensitivity du at ε.
 func (p *Plan) quantileMechanism(ap *AggregatePlan, du, eps float64) (*mechanism.Quantile, error) {
-	c := p.b.aggs[ap.index()].col
+	i := ap.index()
+	lo, hi := p.bounds(i)
 	return mechanism.NewQuantile(mechanism.QuantileOptions{Epsilon: eps, Sensitivity: du, P: ap.P,
-		Lower: c.decl.Min, Upper: c.decl.Max, Step: c.unitGrid()})
+		Lower: lo, Upper: hi, Step: p.Grid(i)})
 }
 
 // index returns the position of the aggregate in its plan (its components know it).
 func (ap *AggregatePlan) index() int { return ap.Components[0].agg }
 
-// centredSum returns Σ(x_i − c) = Σx_i − n·c, computed exactly and rounded once.
-func centredSum(sum acc128, n int64, grid, c float64) float64 {
-	s := exactSum(sum, grid)
-	nc := newFloat().SetInt64(n)
+// centredSum returns Σ(x_i − c) = Σx_i − n·c for aggregate i, computed exactly and
+// rounded once.
+func (p *Plan) centredSum(i int, a *AggregateExact, c float64) float64 {
+	s := p.exactSum(i, a)
+	nc := newFloat().SetInt64(a.N)
 	nc.Mul(nc, newFloat().SetFloat64(c))
 	f, _ := s.Sub(s, nc).Float64()
 	return f

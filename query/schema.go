@@ -72,13 +72,15 @@ type Column struct {
 
 // PrivacyUnit names the column identifying the person (or other unit) a row belongs to,
 // and the largest number of rows one unit may contribute. Rows beyond MaxRows of a unit
-// are dropped on load (contribution bounding, see LoadOptions).
+// are dropped on load (contribution bounding, see LoadOptions), or per query for a table
+// that is not in memory (see Plan).
 //
 // For grouped queries two optional bounds apply per query (contribution bounding in the
-// plan, see Plan): a unit counts in at most MaxGroups groups (its rows in further groups,
-// in file order, are left out of that query) and with at most MaxRowsPerGroup rows in
-// each. They lower the sensitivities of grouped answers, the ℓ2 ones most (docs/query.md),
-// and MaxGroups is the max_partitions of partition selection.
+// plan, see Plan): a unit counts in at most MaxGroups groups and with at most
+// MaxRowsPerGroup rows in each (which ones, for a unit over them, is a random choice
+// keyed by the query's Seed; its other rows are left out of that query). They lower the
+// sensitivities of grouped answers, the ℓ2 ones most (docs/query.md), and MaxGroups is
+// the max_partitions of partition selection.
 type PrivacyUnit struct {
 	Column          string
 	MaxRows         int // in [1, 2^20]

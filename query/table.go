@@ -9,17 +9,22 @@ import (
 // clamped to the declared bounds and rows already bounded per privacy unit. A Table is
 // immutable after loading and safe for concurrent queries.
 type Table struct {
-	schema Schema
-	n      int
-	cols   []column
-	stats  Stats
-	unitOf []uint32 // with a privacy unit: each row's unit, a dense id by its raw value
-	units  int      // number of distinct units
+	schema  Schema
+	n       int
+	cols    []column
+	stats   Stats
+	unitCol int      // index of the privacy-unit column, −1 without one
+	unitOf  []uint32 // with a privacy unit: each row's unit, a dense id by its raw value
+	unitIDs []uint64 // per dense id: the raw value (String: dictionary code; Float: bits)
+	units   int      // number of distinct units
+	bounded bool     // at most MaxRows rows per unit were kept at load
+	nulls   bool     // LoadOptions.Nulls: numeric columns may hold NULLs
 }
 
 // column holds one column's values; exactly one of ints, floats, codes is used.
 type column struct {
 	decl   *Column
+	nulls  bitmap    // rows holding NULL (numeric columns loaded with LoadOptions.Nulls); nil if none
 	ints   []int64   // Int: the clamped values
 	floats []float64 // Float: the clamped values, snapped to the grid (multiples of grid)
 	grid   float64   // Float: the grid spacing γ, a power of two
@@ -54,17 +59,46 @@ type Stats struct {
 func (t *Table) Rows() int { return t.n }
 
 // Schema returns a copy of the table's schema.
-func (t *Table) Schema() Schema {
-	s := t.schema
-	s.Columns = slices.Clone(s.Columns)
-	for i := range s.Columns {
-		s.Columns[i].Domain = slices.Clone(s.Columns[i].Domain)
+func (t *Table) Schema() Schema { return t.schema.clone() }
+
+// Nullable reports, per column of the schema, whether it may hold NULLs: the numeric
+// columns of a table loaded with LoadOptions.Nulls (a public setting, not the data).
+func (t *Table) Nullable() []bool { return t.nullable() }
+
+func (t *Table) nullable() []bool {
+	out := make([]bool, len(t.cols))
+	for i := range out {
+		out[i] = t.nulls && t.schema.Columns[i].Type != String
+	}
+	return out
+}
+
+// clone returns a deep copy of s.
+func (s *Schema) clone() Schema {
+	c := *s
+	c.Columns = slices.Clone(s.Columns)
+	for i := range c.Columns {
+		c.Columns[i].Domain = slices.Clone(c.Columns[i].Domain)
 	}
 	if s.Unit != nil {
 		u := *s.Unit
-		s.Unit = &u
+		c.Unit = &u
 	}
-	return s
+	return c
+}
+
+// equal reports whether s and o declare the same table.
+func (s *Schema) equal(o *Schema) bool {
+	if len(s.Columns) != len(o.Columns) || (s.Unit == nil) != (o.Unit == nil) || s.Unit != nil && *s.Unit != *o.Unit {
+		return false
+	}
+	for i := range s.Columns {
+		a, b := &s.Columns[i], &o.Columns[i]
+		if a.Name != b.Name || a.Type != b.Type || a.Min != b.Min || a.Max != b.Max || !slices.Equal(a.Domain, b.Domain) {
+			return false
+		}
+	}
+	return true
 }
 
 // Stats returns what loading did (rows dropped, values clamped). Not differentially
@@ -193,4 +227,44 @@ func (c *column) group(i int) int32 {
 		}
 	}
 	return -1
+}
+
+// isNull reports whether row i of c is NULL.
+func (c *column) isNull(i int) bool { return c.nulls != nil && c.nulls.get(i) }
+
+// withoutNulls returns the selection sel (nil: all n rows) without c's NULL rows.
+func (c *column) withoutNulls(sel []uint64, n int) []uint64 {
+	if c.nulls == nil {
+		return sel
+	}
+	out := make([]uint64, (n+63)/64)
+	for w := range out {
+		word := ^uint64(0)
+		if sel != nil {
+			word = sel[w]
+		}
+		if w < len(c.nulls) {
+			word &^= c.nulls[w]
+		}
+		out[w] = word
+	}
+	trim(out, n)
+	return out
+}
+
+// bitmap is a set of row indices, bit i%64 of word i/64.
+type bitmap []uint64
+
+func (b bitmap) get(i int) bool { return i/64 < len(b) && b[i/64]&(1<<uint(i%64)) != 0 }
+
+// set sets bit i to v, growing b as needed.
+func (b *bitmap) set(i int, v bool) {
+	for i/64 >= len(*b) {
+		*b = append(*b, 0)
+	}
+	if v {
+		(*b)[i/64] |= 1 << uint(i%64)
+	} else {
+		(*b)[i/64] &^= 1 << uint(i%64)
+	}
 }

@@ -1,0 +1,309 @@
+package pushdown
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"pgregory.net/rapid"
+
+	"github.com/dpkit/dpkit/internal/pgtest"
+	"github.com/dpkit/dpkit/query"
+	"github.com/dpkit/dpkit/sensitivity"
+)
+
+// The property that ties the two executors together: on the same rows, for the same
+// plan and seed, the SQL statement run inside PostgreSQL (Table.Execute) and the
+// in-memory executor (query.Table, loaded with per-query bounding and NULLs) give the
+// same exact statistics for every group — counts, exact sums in grid units, value counts,
+// units for partition selection. Tables, queries, bounds and seeds are random; the values
+// are chosen to hit clamping at both bounds, rounding to the float grid (exact ties,
+// values below half a grid step, subnormals), NULL and NaN, ±Infinity, numeric beyond
+// the float64 range, keys outside the declared domains, empty selections and empty
+// groups, units over MaxRows, MaxGroups and MaxRowsPerGroup with equal rows among them.
+
+// row is one generated row. A nil pointer is NULL.
+type row struct {
+	u string  // privacy unit (text, or the decimal of a bigint)
+	g string  // text, domain {a, b, c}; "d" occurs
+	k *int64  // int [0, 4], domain 0..4; data in [−2, 6]
+	h *int64  // int [0, 9], no domain (partition selection)
+	s *string // text, no domain; NULL reads as ''
+	x *int64  // int [−50, 100]; data beyond
+	f fval    // float8 [−2, 3]
+	n nval    // numeric, declared float [−1000, 1000]
+}
+
+// fval is a float8 value: NULL, NaN, or a number (±Inf included).
+type fval struct {
+	null, nan bool
+	v         float64
+}
+
+// nval is a numeric value as text (NULL when null).
+type nval struct {
+	null bool
+	text string
+}
+
+// γ of f is 2^-38 (bounds [−2, 3], 3 ≤ 2^2); ties of the grid are odd multiples of 2^-39.
+var fValues = []float64{
+	0, -0.5, 0.25, 1, 3, -2, 3.5, -7, 2.75, 0.1, 1.0 / 3, -2.0 / 3, 2.9999999999999996,
+	0x1p-39, -0x1p-39, 3 * 0x1p-39, -3 * 0x1p-39, 0x1p-39 - 0x1p-92, 1 + 0x1p-39, 1 + 3*0x1p-40,
+	5e-324, -5e-324, 1e-300, math.Inf(1), math.Inf(-1), math.MaxFloat64,
+}
+
+var nTexts = []string{"0", "1.5", "-999.999", "1000", "1000.0000000000001", "-1001", "1e400", "-1e400", "0.1", "123.456789012345678901234567890", "NaN"}
+
+func genRow(units int, intUnit bool) *rapid.Generator[row] {
+	ptr := func(t *rapid.T, name string, lo, hi int64) *int64 {
+		if rapid.IntRange(0, 5).Draw(t, name+"Null") == 0 {
+			return nil
+		}
+		v := rapid.Int64Range(lo, hi).Draw(t, name)
+		return &v
+	}
+	return rapid.Custom(func(t *rapid.T) row {
+		r := row{}
+		u := rapid.IntRange(0, units-1).Draw(t, "u")
+		if intUnit {
+			r.u = strconv.Itoa(u*1000 - 2)
+		} else {
+			r.u = []string{"u0", "u1", "é", "", "u'4", "u 5", "u6", "u7"}[u]
+		}
+		r.g = rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(t, "g")
+		r.k = ptr(t, "k", -2, 6)
+		r.h = ptr(t, "h", 0, 3)
+		if rapid.IntRange(0, 5).Draw(t, "sNull") > 0 {
+			s := rapid.SampledFrom([]string{"x", "y", "é", "", "a'b", "X"}).Draw(t, "s")
+			r.s = &s
+		}
+		if rapid.IntRange(0, 5).Draw(t, "xNull") > 0 {
+			x := rapid.SampledFrom([]int64{-80, -51, -50, -49, 0, 1, 2, 3, 50, 99, 100, 101, 130}).Draw(t, "x")
+			r.x = &x
+		}
+		switch rapid.IntRange(0, 7).Draw(t, "fKind") {
+		case 0:
+			r.f.null = true
+		case 1:
+			r.f.nan = true
+		default:
+			r.f.v = rapid.SampledFrom(fValues).Draw(t, "f")
+		}
+		if rapid.IntRange(0, 6).Draw(t, "nNull") == 0 {
+			r.n.null = true
+		} else {
+			r.n.text = rapid.SampledFrom(nTexts).Draw(t, "n")
+		}
+		return r
+	})
+}
+
+func schemaOf(intUnit bool, unit *query.PrivacyUnit) query.Schema {
+	ut := query.String
+	if intUnit {
+		ut = query.Int
+	}
+	s := query.Schema{Columns: []query.Column{
+		{Name: "u", Type: ut, Min: -1e9, Max: 1e9},
+		{Name: "g", Type: query.String, Domain: []string{"a", "b", "c"}},
+		{Name: "k", Type: query.Int, Min: 0, Max: 4, Domain: []string{"0", "1", "2", "3", "4"}},
+		{Name: "h", Type: query.Int, Min: 0, Max: 9},
+		{Name: "s", Type: query.String},
+		{Name: "x", Type: query.Int, Min: -50, Max: 100},
+		{Name: "f", Type: query.Float, Min: -2, Max: 3},
+		{Name: "n", Type: query.Float, Min: -1000, Max: 1000},
+	}, Unit: unit}
+	if !intUnit {
+		s.Columns[0].Min, s.Columns[0].Max = 0, 0
+	}
+	return s
+}
+
+// csvOf writes the rows as the in-memory executor reads them: NULL numbers as empty
+// fields, NULL strings as '', NaN as NULL, ±Inf and numeric beyond float64 as numbers
+// that parse to ±Inf (clamped).
+func csvOf(rows []row) string {
+	var b strings.Builder
+	b.WriteString("u,g,k,h,s,x,f,n\n")
+	q := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+	num := func(v *int64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatInt(*v, 10)
+	}
+	for _, r := range rows {
+		s := ""
+		if r.s != nil {
+			s = *r.s
+		}
+		f := ""
+		switch {
+		case r.f.null, r.f.nan:
+		case math.IsInf(r.f.v, 1):
+			f = "1e999"
+		case math.IsInf(r.f.v, -1):
+			f = "-1e999"
+		default:
+			f = strconv.FormatFloat(r.f.v, 'g', -1, 64)
+		}
+		n := r.n.text
+		if r.n.null || n == "NaN" {
+			n = ""
+		}
+		u := q(r.u)
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%s,%s,%s\n", u, q(r.g), num(r.k), num(r.h), q(s), num(r.x), f, n)
+	}
+	return b.String()
+}
+
+// load creates table name with the rows in the database at url.
+func load(ctx context.Context, t interface{ Fatal(...any) }, url, name string, rows []row, intUnit bool) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	ut := "text"
+	if intUnit {
+		ut = "bigint"
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+name+"; CREATE TABLE "+name+" (u "+ut+", g text, k integer, h bigint, s text, x smallint, f double precision, n numeric)"); err != nil {
+		t.Fatal(err)
+	}
+	for start := 0; start < len(rows); start += 50 {
+		batch := rows[start:min(start+50, len(rows))]
+		var vals []string
+		var args []any
+		for _, r := range batch {
+			var f, n any
+			if !r.f.null {
+				f = r.f.v
+				if r.f.nan {
+					f = math.NaN()
+				}
+			}
+			if !r.n.null {
+				n = r.n.text
+			}
+			var x *int16
+			if r.x != nil {
+				v := int16(*r.x)
+				x = &v
+			}
+			var u any = r.u
+			if intUnit {
+				u, _ = strconv.ParseInt(r.u, 10, 64)
+			}
+			b := len(args)
+			vals = append(vals, fmt.Sprintf("($%d, $%d, $%d, $%d, $%d, $%d, $%d, CAST($%d AS numeric))", b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8))
+			args = append(args, u, r.g, r.k, r.h, r.s, x, f, n)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO "+name+" VALUES "+strings.Join(vals, ", "), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// genQuery returns a random query of COUNT, SUM and AVG aggregates with a random WHERE
+// clause and GROUP BY.
+var genQuery = rapid.Custom(func(t *rapid.T) string {
+	aggs := rapid.SliceOfN(rapid.SampledFrom([]string{"COUNT(*)", "SUM(x)", "SUM(f)", "SUM(n)", "AVG(x)", "AVG(f)", "AVG(n)"}), 1, 3).Draw(t, "aggs")
+	sql := "SELECT " + strings.Join(aggs, ", ") + " FROM t"
+	if rapid.Bool().Draw(t, "hasWhere") {
+		sql += " WHERE " + genCond(2).Draw(t, "where")
+	}
+	if g := rapid.SampledFrom([]string{"", "", "g", "k", "g, k", "h", "s", "k, s", "h, g"}).Draw(t, "groupBy"); g != "" {
+		sql += " GROUP BY " + g
+	}
+	return sql
+})
+
+func genCond(depth int) *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		if depth > 0 && rapid.IntRange(0, 2).Draw(t, "nest") == 0 {
+			op := rapid.SampledFrom([]string{"AND", "OR"}).Draw(t, "logic")
+			return "(" + genCond(depth-1).Draw(t, "a") + " " + op + " " + genCond(depth-1).Draw(t, "b") + ")"
+		}
+		col := rapid.SampledFrom([]string{"g", "s", "k", "h", "x", "f", "n"}).Draw(t, "col")
+		op := rapid.SampledFrom([]string{"=", "!=", "<>", "<", "<=", ">", ">="}).Draw(t, "op")
+		var lit string
+		switch col {
+		case "g", "s":
+			lit = "'" + strings.ReplaceAll(rapid.SampledFrom([]string{"a", "b", "d", "", "x", "é", "a'b", "X"}).Draw(t, "str"), "'", "''") + "'"
+		case "f":
+			lit = strconv.FormatFloat(rapid.SampledFrom(append([]float64{0.5, -1.25, 2.9999999999999996, 0x1p-38, 2.5}, fValues[:12]...)).Draw(t, "fl"), 'g', -1, 64)
+		default:
+			lit = strconv.FormatFloat(float64(rapid.IntRange(-24, 420).Draw(t, "n"))/4, 'g', -1, 64)
+		}
+		return col + " " + op + " " + lit
+	})
+}
+
+// TestExecutorsAgree: the SQL executor and the in-memory executor give the same exact
+// statistics (see the top of this file).
+func TestExecutorsAgree(t *testing.T) {
+	url := pgtest.Schema(t, "pushdown_")
+	ctx := context.Background()
+	cases := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		cases++
+		intUnit := rapid.Bool().Draw(rt, "intUnit")
+		var unit *query.PrivacyUnit
+		if rapid.IntRange(0, 3).Draw(rt, "rowwise") > 0 {
+			m := rapid.IntRange(1, 3).Draw(rt, "maxRows")
+			unit = &query.PrivacyUnit{Column: "u", MaxRows: m,
+				MaxGroups: rapid.IntRange(0, 3).Draw(rt, "maxGroups"), MaxRowsPerGroup: rapid.IntRange(0, m).Draw(rt, "perGroup")}
+		}
+		rows := rapid.SliceOfN(genRow(8, intUnit), 0, 60).Draw(rt, "rows")
+		sql := genQuery.Draw(rt, "query")
+		var seed query.Seed
+		copy(seed[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(rt, "seed"))
+
+		schema := schemaOf(intUnit, unit)
+		name := "t" + strconv.Itoa(cases%4) // a few tables: DROP + CREATE per case
+		load(ctx, rt, url, name, rows, intUnit)
+		mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
+		if err != nil {
+			rt.Fatalf("LoadCSV: %v", err)
+		}
+		p, err := query.PrepareSchema(schema, "t", sql, sensitivity.AddRemove)
+		if err != nil {
+			rt.Fatalf("PrepareSchema(%q): %v", sql, err)
+		}
+		live, err := Open(ctx, Source{URL: url, Name: name}, schema, Options{})
+		if err != nil {
+			rt.Fatalf("Open: %v", err)
+		}
+		defer live.Close()
+		want, err := p.Collect(ctx, mem, seed)
+		if err != nil {
+			rt.Fatalf("%s: in memory: %v", sql, err)
+		}
+		got, err := p.Collect(ctx, live, seed)
+		if err != nil {
+			rt.Fatalf("%s: in PostgreSQL: %v", sql, err)
+		}
+		if len(got) != len(want) {
+			rt.Fatalf("%s: %d groups in PostgreSQL, %d in memory:\n%s\n%s", sql, len(got), len(want), dump(got), dump(want))
+		}
+		for i := range want {
+			if got[i].String() != want[i].String() {
+				rt.Fatalf("%s: group %d differs\nPostgreSQL: %s\nin memory:  %s", sql, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+func dump(gs []*query.GroupExact) string {
+	var b strings.Builder
+	for _, g := range gs {
+		b.WriteString(g.String() + "\n")
+	}
+	return b.String()
+}

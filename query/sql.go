@@ -1,0 +1,519 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/dpkit/dpkit"
+)
+
+// The SQL executor's half that knows the plan: Compile writes a plan's exact steps as one
+// SQL statement over the table where it lives, and Statement.Decode reads its result.
+// Package query/pushdown runs it on PostgreSQL.
+
+// SQLTable says where a plan's table lives in a SQL database.
+type SQLTable struct {
+	// Name is the table's name, one part per element ({"hr", "pay"} or {"pay"}); each
+	// part is a quoted identifier in the statement, taken literally.
+	Name []string
+	// Columns are the database columns of the schema's columns, in schema order (nil:
+	// the schema's names, of the natural types bigint, double precision and text).
+	Columns []SQLColumn
+}
+
+// SQLColumn is the database column holding a schema column: its name (a quoted
+// identifier in the statement, taken literally) and its PostgreSQL base type
+// (pg_type.typname: int2, int4, int8, float4, float8, numeric, text, …; "" for the
+// natural type). A Float column of type numeric is clamped in numeric before it is CAST
+// to double precision, so that no value is out of its range.
+type SQLColumn struct {
+	Name string
+	Type string
+}
+
+// Statement is a plan's exact steps as one SQL statement: SQL with the positional
+// parameters $1, $2, … whose values are Args (int64, float64, string, []int64 or
+// []string). Each row of its result is one group; Decode reads it.
+type Statement struct {
+	SQL  string
+	Args []any
+
+	p       *Plan
+	columns int // columns of a result row
+}
+
+// Compile writes the exact steps of p, on table t, with contribution bounding keyed by
+// seed, as one SQL statement for PostgreSQL (and engines that accept its dialect: see
+// docs/service.md): a SELECT with window functions, no temporary table, no function
+// defined in the database, that returns one row per non-empty group — its key, the rows,
+// the distinct units with partition selection, and per SUM or AVG the count and the exact
+// sum of its non-NULL values in grid units — and never a row of the table. Nothing of the
+// query's text reaches the statement but through Args and quoted identifiers.
+//
+// What it computes is what the in-memory executor computes (the same GroupExact), for
+// the same table and seed:
+//
+//   - values: an Int column is CAST to bigint and clamped with LEAST/GREATEST; a Float
+//     column is CAST to double precision, clamped (±Infinity to the bounds) and rounded
+//     half away from zero to its grid index m = round(x/γ), in [⌈lo/γ⌉, ⌊hi/γ⌋], by
+//     exact float operations (trunc, and a comparison of the exact fraction with ½;
+//     values below γ/2 in magnitude are 0 without dividing, so that nothing underflows),
+//     then CAST to bigint — the value is m·γ, and SUM adds the integers m (bigint sums
+//     are numeric, exact); NaN is NULL; a String column is CAST to text, NULL read as ”;
+//   - WHERE compares those values: Int columns with the exact integer ranges the
+//     in-memory executor uses, Float columns as m·γ (exact) with the literal as a double,
+//     String columns byte-wise (COLLATE "C"); a comparison with NULL is not true;
+//   - rows: those passing WHERE, in a group (a declared domain's value, tested with
+//     = ANY of the domain, or a non-NULL value for a column without one) and, with a
+//     privacy unit, with a non-NULL unit;
+//   - contribution bounding (bounding.go): the row key's numbering j is ROW_NUMBER()
+//     over the unit's rows equal in every value the query reads; the kept rows are those
+//     whose ROW_NUMBER() over the unit ordered by row key (computed only for a unit over
+//     MaxRows) is at most MaxRows; the kept groups those whose DENSE_RANK() over the unit
+//     ordered by group key (only for a unit over MaxGroups) is at most MaxGroups, and in
+//     them the rows whose ROW_NUMBER() over the unit's group ordered by row key (only for
+//     a group over MaxRowsPerGroup) is at most MaxRowsPerGroup. Keys are md5() of the
+//     documented text (the seed a parameter), compared as text in the "C" collation.
+//     Without a privacy unit each row is a unit, every bound holds, and no window is
+//     needed: the statement is a plain aggregate over the clamped values.
+//
+// MEDIAN and QUANTILE are refused (an *Error at the aggregate): their mechanism needs the
+// sorted values, which are rows. A Float privacy-unit column is refused (a
+// *dpkit.ParamError), as its text in the database is not Go's.
+func (p *Plan) Compile(t SQLTable, seed Seed) (*Statement, error) {
+	for _, a := range p.b.aggs {
+		if f := a.fn(); f == Median || f == Quantile {
+			return nil, errorf(a.Pos, "%s cannot be computed inside the database: its mechanism needs the sorted values, which are rows (use COUNT, SUM, AVG or HISTOGRAM)", a.Func)
+		}
+	}
+	if u := p.schema.Unit; u != nil && p.schema.Columns[p.schema.column(u.Column)].Type == Float {
+		return nil, &dpkit.ParamError{Pkg: "query", Name: "privacy_unit.column", Value: u.Column, Want: "an int or string column to identify units inside the database"}
+	}
+	if len(t.Name) == 0 || t.Columns != nil && len(t.Columns) != len(p.schema.Columns) {
+		return nil, fmt.Errorf("query: SQLTable: %d name parts and %d columns for %d declared columns", len(t.Name), len(t.Columns), len(p.schema.Columns))
+	}
+	c := &compiler{p: p, t: t, seed: seed}
+	st := &Statement{p: p}
+	st.SQL, st.columns = c.statement()
+	st.Args = c.args
+	return st, nil
+}
+
+// Columns returns the number of columns of a result row.
+func (st *Statement) Columns() int { return st.columns }
+
+// Decode reads one result row, every column as text (NULL as nil), into the statistics of
+// its group.
+func (st *Statement) Decode(row []*string) (*GroupExact, error) {
+	p := st.p
+	if len(row) != st.columns {
+		return nil, fmt.Errorf("query: result row of %d columns, want %d", len(row), st.columns)
+	}
+	g := &GroupExact{Aggs: make([]AggregateExact, len(p.Aggregates))}
+	k := 0
+	text := func() (string, error) {
+		v := row[k]
+		k++
+		if v == nil {
+			return "", fmt.Errorf("query: NULL in column %d of a result row", k)
+		}
+		return *v, nil
+	}
+	integer := func() (int64, error) {
+		s, err := text()
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseInt(s, 10, 64)
+	}
+	if p.GroupColumns != nil {
+		g.Keys = make([]string, len(p.GroupColumns))
+		for j := range g.Keys {
+			s, err := text()
+			if err != nil {
+				return nil, err
+			}
+			g.Keys[j] = s
+		}
+	}
+	var err error
+	if g.Rows, err = integer(); err != nil {
+		return nil, err
+	}
+	if g.Units, err = integer(); err != nil {
+		return nil, err
+	}
+	for i, a := range p.Aggregates {
+		if a.Func != Sum && a.Func != Avg {
+			continue
+		}
+		if g.Aggs[i].N, err = integer(); err != nil {
+			return nil, err
+		}
+		s, err := text()
+		if err != nil {
+			return nil, err
+		}
+		sum, ok := new(big.Int).SetString(s, 10)
+		if !ok {
+			return nil, fmt.Errorf("query: sum %q is not an integer", s)
+		}
+		g.Aggs[i].Sum = sum
+	}
+	return g, nil
+}
+
+// compiler builds one statement.
+type compiler struct {
+	p    *Plan
+	t    SQLTable
+	seed Seed
+	args []any
+}
+
+// param adds a parameter and returns its placeholder, cast to typ.
+func (c *compiler) param(v any, typ string) string {
+	c.args = append(c.args, v)
+	return fmt.Sprintf("CAST($%d AS %s)", len(c.args), typ)
+}
+
+// quoteIdent quotes a name as an SQL identifier, taken literally: in double quotes,
+// inner double quotes doubled, NUL bytes dropped (pgx.Identifier.Sanitize's rule).
+func quoteSQLIdent(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), `"`, `""`) + `"`
+}
+
+// table returns the quoted name of the table.
+func (c *compiler) table() string {
+	parts := make([]string, len(c.t.Name))
+	for i, n := range c.t.Name {
+		parts[i] = quoteSQLIdent(n)
+	}
+	return strings.Join(parts, ".")
+}
+
+// raw returns the quoted database column of schema column i.
+func (c *compiler) raw(i int) string {
+	if c.t.Columns != nil {
+		return quoteSQLIdent(c.t.Columns[i].Name)
+	}
+	return quoteSQLIdent(c.p.schema.Columns[i].Name)
+}
+
+// dbType returns the database type of schema column i ("" if natural).
+func (c *compiler) dbType(i int) string {
+	if c.t.Columns != nil {
+		return c.t.Columns[i].Type
+	}
+	return ""
+}
+
+// alias returns the name of schema column i's value in the statement's inner queries.
+func alias(i int) string { return "c" + strconv.Itoa(i) }
+
+// unitAlias is the name of the privacy unit in the inner queries.
+const unitAlias = "u"
+
+// value returns the expression of schema column i's value: clamped Int, Float grid
+// index, or text.
+func (c *compiler) value(i int) string {
+	decl := &c.p.schema.Columns[i]
+	q := c.raw(i)
+	switch decl.Type {
+	case Int:
+		v := "CAST(" + q + " AS bigint)"
+		lo, hi := c.param(int64(decl.Min), "bigint"), c.param(int64(decl.Max), "bigint")
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END", v, v, lo, hi)
+	case Float:
+		g, mlo, mhi := floatGrid(decl.Min, decl.Max)
+		// x: the value clamped to the bounds, NULL for NULL and NaN
+		var x string
+		if c.dbType(i) == "numeric" { // clamped in numeric: beyond ±1.8e308 a CAST would fail
+			num := func(x float64) string { return c.param(strconv.FormatFloat(x, 'g', -1, 64), "numeric") }
+			x = fmt.Sprintf("CAST(CASE WHEN %s IS NULL OR %s = CAST('NaN' AS numeric) THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END AS double precision)",
+				q, q, q, num(decl.Min), num(decl.Max))
+		} else {
+			v := "CAST(" + q + " AS double precision)"
+			x = fmt.Sprintf("CASE WHEN %s IS NULL OR %s = CAST('NaN' AS double precision) THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END",
+				v, v, v, c.param(decl.Min, "double precision"), c.param(decl.Max, "double precision"))
+		}
+		// m = round(x/γ) half away from zero: 0 below γ/2, else sign(x)·⌊|x|/γ + ½⌋,
+		// exact for |x|/γ ≥ ½ (|x|/γ is exact, and adding ½ cannot round across an
+		// integer there); then clamped to the grid indices within the bounds
+		x = "(" + x + ")"
+		m := fmt.Sprintf("CASE WHEN abs(%s) < %s THEN 0 ELSE sign(%s) * floor(abs(%s) / %s + 0.5) END",
+			x, c.param(g/2, "double precision"), x, x, c.param(g, "double precision"))
+		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(LEAST(GREATEST(%s, %s), %s) AS bigint) END",
+			x, m, c.param(mlo, "double precision"), c.param(mhi, "double precision"))
+	}
+	return "COALESCE(CAST(" + q + " AS text), '')"
+}
+
+// unitValue returns the expression of the privacy unit: the raw value of an Int column
+// (not clamped), the text of a String column (NULL read as ”).
+func (c *compiler) unitValue(i int) string {
+	if c.p.schema.Columns[i].Type == Int {
+		return "CAST(" + c.raw(i) + " AS bigint)"
+	}
+	return c.value(i)
+}
+
+// where returns the WHERE condition over the inner query's aliases.
+func (c *compiler) where(e Expr) string {
+	switch e := e.(type) {
+	case *Logic:
+		terms := make([]string, len(e.Terms))
+		for i, t := range e.Terms {
+			terms[i] = c.where(t)
+		}
+		return "(" + strings.Join(terms, " "+e.Op+" ") + ")"
+	case *Comparison:
+		i := c.p.schema.column(e.Column)
+		v := alias(i)
+		op := e.Op
+		if op == "!=" {
+			op = "<>"
+		}
+		switch decl := &c.p.schema.Columns[i]; decl.Type {
+		case Int:
+			lo, hi, negate, none := intBounds(e.Op, e.Value.Num)
+			var cond string
+			switch {
+			case none && negate:
+				return "(" + v + " IS NOT NULL)"
+			case none:
+				return "FALSE"
+			case lo == math.MinInt64:
+				cond = v + " <= " + c.param(hi, "bigint")
+			case hi == math.MaxInt64:
+				cond = v + " >= " + c.param(lo, "bigint")
+			default:
+				cond = v + " BETWEEN " + c.param(lo, "bigint") + " AND " + c.param(hi, "bigint")
+			}
+			if negate {
+				return "(NOT (" + cond + "))"
+			}
+			return "(" + cond + ")"
+		case Float:
+			g, _, _ := floatGrid(decl.Min, decl.Max)
+			return fmt.Sprintf("(CAST(%s AS double precision) * %s %s %s)", v, c.param(g, "double precision"), op, c.param(e.Value.Num, "double precision"))
+		}
+		return fmt.Sprintf("(%s COLLATE \"C\" %s %s)", v, op, c.param(e.Value.Text, "text"))
+	}
+	panic("query: unknown expression type") // unreachable: Expr is sealed
+}
+
+// candidates returns the inner query of the candidate rows: the values the query reads
+// (aliases c<i>, and u for the unit), the rows passing WHERE, in a group, with a unit.
+func (c *compiler) candidates() string {
+	p := c.p
+	used := map[int]bool{}
+	for _, g := range p.b.groups {
+		used[g] = true
+	}
+	for _, v := range p.b.aggColumns() {
+		used[v] = true
+	}
+	if p.Query.Where != nil {
+		c.whereColumns(p.Query.Where, used)
+	}
+	var cols []string
+	for i := range p.schema.Columns {
+		if used[i] {
+			cols = append(cols, c.value(i)+" AS "+alias(i))
+		}
+	}
+	var conds []string
+	if u := p.schema.Unit; u != nil {
+		i := p.schema.column(u.Column)
+		cols = append(cols, c.unitValue(i)+" AS "+unitAlias)
+		if p.schema.Columns[i].Type == Int {
+			conds = append(conds, unitAlias+" IS NOT NULL")
+		}
+	}
+	if len(cols) == 0 {
+		cols = []string{"1 AS one"}
+	}
+	if p.Query.Where != nil {
+		conds = append(conds, c.where(p.Query.Where))
+	}
+	for j, g := range p.b.groups {
+		decl := &p.schema.Columns[g]
+		switch {
+		case p.domains[j] == nil:
+			conds = append(conds, alias(g)+" IS NOT NULL")
+		case decl.Type == Int:
+			vals := make([]int64, len(p.domains[j]))
+			for k, s := range p.domains[j] {
+				vals[k], _ = strconv.ParseInt(s, 10, 64)
+			}
+			conds = append(conds, alias(g)+" = ANY("+c.param(vals, "bigint[]")+")")
+		default:
+			conds = append(conds, alias(g)+" = ANY("+c.param(p.domains[j], "text[]")+")")
+		}
+	}
+	sql := "SELECT * FROM (SELECT " + strings.Join(cols, ", ") + " FROM " + c.table() + ") AS x"
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return sql
+}
+
+// whereColumns marks the columns a condition reads.
+func (c *compiler) whereColumns(e Expr, used map[int]bool) {
+	switch e := e.(type) {
+	case *Logic:
+		for _, t := range e.Terms {
+			c.whereColumns(t, used)
+		}
+	case *Comparison:
+		used[c.p.schema.column(e.Column)] = true
+	}
+}
+
+// groupList returns the grouping columns' aliases, joined by ", ".
+func (c *compiler) groupList() string {
+	names := make([]string, len(c.p.b.groups))
+	for j, g := range c.p.b.groups {
+		names[j] = alias(g)
+	}
+	return strings.Join(names, ", ")
+}
+
+// content returns the aliases of the values that tell a unit's rows apart: the grouping
+// columns and the columns the aggregates read.
+func (c *compiler) content() []string {
+	var names []string
+	for _, g := range c.p.b.groups {
+		names = append(names, alias(g))
+	}
+	for _, v := range c.p.b.aggColumns() {
+		names = append(names, alias(v))
+	}
+	return names
+}
+
+// enc returns the text of schema column i's value in a key (bounding.go): a String
+// value's length in bytes, ':' and the value; an integer in decimal, NULL as 'N'.
+func (c *compiler) enc(i int, name string) string {
+	if c.p.schema.Columns[i].Type == String {
+		return "CAST(octet_length(" + name + ") AS text) || ':' || " + name
+	}
+	return "COALESCE(CAST(" + name + " AS text), 'N')"
+}
+
+// unitEnc returns the text of the unit in a key.
+func (c *compiler) unitEnc() string {
+	i := c.p.schema.column(c.p.schema.Unit.Column)
+	if c.p.schema.Columns[i].Type == String {
+		return c.enc(i, unitAlias)
+	}
+	return "CAST(" + unitAlias + " AS text)"
+}
+
+// key returns the expression of a row key (kind 'r') or group key ('g').
+func (c *compiler) key(kind byte, seed string) string {
+	parts := []string{c.unitEnc()}
+	for _, g := range c.p.b.groups {
+		parts = append(parts, c.enc(g, alias(g)))
+	}
+	if kind == 'r' {
+		for _, v := range c.p.b.aggColumns() {
+			parts = append(parts, c.enc(v, alias(v)))
+		}
+		parts = append(parts, "CAST(j AS text)")
+	}
+	return "md5(" + seed + " || '/" + string(kind) + "/' || " + strings.Join(parts, " || '/' || ") + ")"
+}
+
+// outputs returns the aggregates of the result row after the key: rows, units (units
+// is given), and per SUM or AVG the count and the sum of its non-NULL values.
+func (c *compiler) outputs(units string) ([]string, int) {
+	out := []string{"CAST(COUNT(*) AS text)", "CAST(" + units + " AS text)"}
+	for i, a := range c.p.Aggregates {
+		if a.Func != Sum && a.Func != Avg {
+			continue
+		}
+		v := alias(c.p.b.aggs[i].col)
+		out = append(out, "CAST(COUNT("+v+") AS text)", "CAST(COALESCE(SUM("+v+"), 0) AS text)")
+	}
+	return out, len(out) + len(c.p.b.groups)
+}
+
+// final returns the final aggregate over relation from (with conditions cond, if any),
+// after the common table expressions ctes, and the number of columns of its rows.
+func (c *compiler) final(ctes []string, from, cond, units string) (string, int) {
+	outs, n := c.outputs(units)
+	cols := outs
+	if c.p.b.groups != nil {
+		keys := make([]string, len(c.p.b.groups))
+		for j, g := range c.p.b.groups {
+			keys[j] = "CAST(" + alias(g) + " AS text)"
+		}
+		cols = append(keys, outs...)
+	}
+	sql := ""
+	if len(ctes) > 0 {
+		sql = "WITH " + strings.Join(ctes, ", ") + " "
+	}
+	sql += "SELECT " + strings.Join(cols, ", ") + " FROM " + from
+	if cond != "" {
+		sql += " WHERE " + cond
+	}
+	if c.p.b.groups != nil {
+		sql += " GROUP BY " + c.groupList()
+	}
+	return sql, n
+}
+
+// statement returns the statement and the number of columns of its result rows.
+func (c *compiler) statement() (string, int) {
+	p := c.p
+	units := "0"
+	if p.Selection {
+		units = "COUNT(*)"
+	}
+	if p.schema.Unit == nil { // each row a unit: every bound holds
+		return c.final(nil, "("+c.candidates()+") AS r", "", units)
+	}
+	seed := c.param(c.seed.String(), "text")
+	u := unitAlias
+	content := strings.Join(append([]string{u}, c.content()...), ", ")
+	m := c.param(int64(p.MaxRows), "bigint")
+	ctes := []string{
+		"r AS (" + c.candidates() + ")",
+		// j numbers a unit's rows equal in every value read; n counts the unit's rows
+		"d AS (SELECT r.*, ROW_NUMBER() OVER (PARTITION BY " + content + ") AS j, COUNT(*) OVER (PARTITION BY " + u + ") AS n FROM r)",
+		// rows: at most MaxRows per unit, by row key
+		"k AS (SELECT d.*, ROW_NUMBER() OVER (PARTITION BY " + u + " ORDER BY CASE WHEN n > " + m + " THEN " + c.key('r', seed) + " END COLLATE \"C\") AS rn FROM d)",
+	}
+	if p.b.groups == nil {
+		return c.final(ctes, "k", "rn <= "+m, units)
+	}
+	gl := c.groupList()
+	if p.MaxGroups >= p.MaxRows && p.MaxRowsPerGroup >= p.MaxRows { // no unit can exceed them
+		if !p.Selection {
+			return c.final(ctes, "k", "rn <= "+m, units)
+		}
+		// units per group: the unit's first row in the group
+		ctes = append(ctes, "h AS (SELECT k.*, ROW_NUMBER() OVER (PARTITION BY "+u+", "+gl+") AS rg FROM k WHERE rn <= "+m+")")
+		return c.final(ctes, "h", "", "SUM(CASE WHEN rg = 1 THEN 1 ELSE 0 END)")
+	}
+	g, pg := c.param(int64(p.MaxGroups), "bigint"), c.param(int64(p.MaxRowsPerGroup), "bigint")
+	ctes = append(ctes,
+		// gi numbers the unit's groups, nr counts its rows in each
+		"c AS (SELECT k.*, DENSE_RANK() OVER (PARTITION BY "+u+" ORDER BY "+gl+") AS gi, COUNT(*) OVER (PARTITION BY "+u+", "+gl+") AS nr FROM k WHERE rn <= "+m+")",
+		"e AS (SELECT c.*, MAX(gi) OVER (PARTITION BY "+u+") AS ng FROM c)",
+		// group keys for a unit over MaxGroups, row keys for a group over MaxRowsPerGroup
+		"f AS (SELECT e.*, CASE WHEN ng > "+g+" THEN "+c.key('g', seed)+" END COLLATE \"C\" AS kg, CASE WHEN nr > "+pg+" THEN "+c.key('r', seed)+" END COLLATE \"C\" AS kr FROM e)",
+		// gr ranks the unit's groups, rg its rows in each (one sort serves both)
+		"h AS (SELECT f.*, DENSE_RANK() OVER (PARTITION BY "+u+" ORDER BY kg, "+gl+") AS gr, ROW_NUMBER() OVER (PARTITION BY "+u+", kg, "+gl+" ORDER BY kr) AS rg FROM f)",
+	)
+	if p.Selection {
+		units = "SUM(CASE WHEN rg = 1 THEN 1 ELSE 0 END)"
+	}
+	return c.final(ctes, "h", "gr <= "+g+" AND rg <= "+pg, units)
+}
