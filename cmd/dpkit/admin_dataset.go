@@ -16,7 +16,7 @@ import (
 const adminDatasetUsage = `Usage: dpkit admin dataset show NAME [--json]
        dpkit admin dataset register (--schema FILE | --name NAME --column NAME:TYPE[:MIN:MAX]…
                                      --epsilon E --delta D (--max-queries K | --adaptive))
-                                    (--csv FILE | --path SERVER_FILE | --table-url URL --table NAME)
+                                    (--csv FILE | --path SERVER_FILE | --table-url URL --table NAME [--live])
                                     [--domain COLUMN=V1,V2,…]… [--unit COLUMN:MAX_ROWS] [--json]
 
 show prints a dataset's columns, privacy unit, budget and policy (never rows).
@@ -33,7 +33,8 @@ a schema file — the JSON body of POST /v1/datasets without the data:
 — or from the flags below (which also override the file's fields), and its rows from
 exactly one of --csv (a CSV file here, sent in the request: at most the server's
 --max-body), --path (a CSV file on the server's machine, which the server reads) and
---table-url/--table (a PostgreSQL table, read once into a snapshot).
+--table-url/--table (a PostgreSQL table, read once into a snapshot; with --live, never
+copied: every query runs inside that database, see docs/service.md "Live tables").
 
 Bounds and domains are declared, never inferred from the data. The noise is calibrated
 to the sensitivity the declared bounds imply: bounds read from the data would make the
@@ -55,6 +56,8 @@ Flags:
   --max-queries K            fixed policy: the budget is split into K equal queries
   --adaptive                 adaptive policy: each query names its ε
   --csv FILE | --path SERVER_FILE | --table-url URL --table NAME   the rows
+  --live                     with --table: a live table (queried in its database at each
+                             query; the server keeps the URL to reconnect)
   --url, --key, --ca, --json as for every admin command
 
 Example:
@@ -124,7 +127,7 @@ type registerFlags struct {
 	columns, domains                               []string
 	epsilon, delta                                 float64
 	maxQueries                                     int64
-	adaptive                                       bool
+	adaptive, live                                 bool
 }
 
 func newAdminDatasetRegister(s streams) *cobra.Command {
@@ -158,6 +161,7 @@ func newAdminDatasetRegister(s streams) *cobra.Command {
 	fl.StringVar(&f.path, "path", "", "")
 	fl.StringVar(&f.tableURL, "table-url", "", "")
 	fl.StringVar(&f.table, "table", "", "")
+	fl.BoolVar(&f.live, "live", false, "")
 	return cmd
 }
 
@@ -197,8 +201,14 @@ func (f *registerFlags) body(s streams) (map[string]any, error) {
 		if f.tableURL == "" || f.table == "" {
 			return nil, usagef("--table-url and --table go together: the database's URL and the table's name")
 		}
-		body["table"] = map[string]any{"url": f.tableURL, "name": f.table}
+		src := map[string]any{"url": f.tableURL, "name": f.table}
+		if f.live {
+			src["mode"] = "live"
+		}
+		body["table"] = src
 		sources++
+	} else if f.live {
+		return nil, usagef("--live goes with --table-url URL --table NAME (a live PostgreSQL table)")
 	}
 	if sources != 1 {
 		return nil, usagef("want exactly one of --csv FILE, --path SERVER_FILE and --table-url URL --table NAME (the dataset's rows)")

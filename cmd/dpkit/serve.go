@@ -18,6 +18,7 @@ import (
 	"github.com/dpkit/dpkit/internal/datasource"
 	"github.com/dpkit/dpkit/internal/demodata"
 	"github.com/dpkit/dpkit/internal/server"
+	"github.com/dpkit/dpkit/query/pushdown"
 )
 
 const serveUsage = `Usage: dpkit serve [--addr HOST:PORT] [--db PATH|postgres://…] [--demo [--reset]]
@@ -54,6 +55,9 @@ Flags:
   --max-body BYTES    largest request body accepted (default 1048576)
   --query-timeout D   time limit of one query's computation (default 10s); a query
                       over it is refused (422), nothing charged
+  --statement-timeout D  time limit of the SQL statement of a query on a live table,
+                      run inside its PostgreSQL database (default 5m0s); a query over
+                      it is refused (422), nothing charged
   --max-file-bytes N  largest CSV file a dataset may be registered from by "path"
                       (default 1073741824)
   --max-line-bytes N  longest line of such a file (default 1048576)
@@ -87,6 +91,7 @@ type serveCommand struct {
 	demo, reset  bool
 	maxBody      int64
 	queryTimeout time.Duration
+	stmtTimeout  time.Duration
 	maxFileBytes int64
 	maxLineBytes int
 	tlsCert      string
@@ -113,6 +118,7 @@ func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
 	flags.BoolVar(&c.reset, "reset", false, "")
 	flags.Int64Var(&c.maxBody, "max-body", server.DefaultMaxBody, "")
 	flags.DurationVar(&c.queryTimeout, "query-timeout", server.DefaultQueryTimeout, "")
+	flags.DurationVar(&c.stmtTimeout, "statement-timeout", pushdown.DefaultStatementTimeout, "")
 	flags.Int64Var(&c.maxFileBytes, "max-file-bytes", datasource.DefaultMaxFileBytes, "")
 	flags.IntVar(&c.maxLineBytes, "max-line-bytes", datasource.DefaultMaxLineBytes, "")
 	flags.StringVar(&c.tlsCert, "tls-cert", "", "")
@@ -130,6 +136,8 @@ func (c *serveCommand) check(args []string) error {
 		return usagef("invalid --max-body %d: want a positive number of bytes", c.maxBody)
 	case c.queryTimeout <= 0:
 		return usagef("invalid --query-timeout %v: want a positive duration such as 10s", c.queryTimeout)
+	case c.stmtTimeout < time.Millisecond:
+		return usagef("invalid --statement-timeout %v: want a duration of at least 1ms, such as 5m", c.stmtTimeout)
 	case c.maxFileBytes < 1:
 		return usagef("invalid --max-file-bytes %d: want a positive number of bytes", c.maxFileBytes)
 	case c.maxLineBytes < 1:
@@ -242,10 +250,11 @@ func (c *serveCommand) warnPlainText(ln net.Listener) {
 // registry (server.Open).
 func (c *serveCommand) open(ctx context.Context) (*server.Server, func(), error) {
 	return server.Open(ctx, c.db, server.Options{
-		MaxBody:      c.maxBody,
-		QueryTimeout: c.queryTimeout,
-		FileLimits:   datasource.Limits{MaxFileBytes: c.maxFileBytes, MaxLineBytes: c.maxLineBytes},
-		ErrorLog:     log.New(c.stderr, "dpkit serve: ", log.LstdFlags),
+		MaxBody:          c.maxBody,
+		QueryTimeout:     c.queryTimeout,
+		StatementTimeout: c.stmtTimeout,
+		FileLimits:       datasource.Limits{MaxFileBytes: c.maxFileBytes, MaxLineBytes: c.maxLineBytes},
+		ErrorLog:         log.New(c.stderr, "dpkit serve: ", log.LstdFlags),
 	})
 }
 

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/internal/sqldb"
 	"github.com/dpkit/dpkit/query"
+	"github.com/dpkit/dpkit/query/pushdown"
 )
 
 // A dataset registered from a PostgreSQL table is a snapshot: the declared columns are
@@ -31,11 +31,20 @@ import (
 // reader's rule), in the snapshot and therefore in every answer alike.
 
 // Table names a PostgreSQL table (or view) to register as a dataset: the URL of its
-// database and its name, "schema.table" or "table" (taken literally, case-sensitive).
+// database and its name, "schema.table" or "table" (taken literally, case-sensitive), and
+// how the dataset reads it: Mode "snapshot" (or "", the default: Snapshot, once) or
+// "live" (inside the database at every query, package query/pushdown).
 type Table struct {
 	URL  string `json:"url"`
 	Name string `json:"name"`
+	Mode string `json:"mode,omitempty"`
 }
+
+// Modes of a Table.
+const (
+	ModeSnapshot = "snapshot"
+	ModeLive     = "live"
+)
 
 // MaxSnapshotBytes bounds the CSV text of a table snapshot (256 MiB); a larger table is
 // refused (register a CSV file by "path" instead).
@@ -43,43 +52,6 @@ const MaxSnapshotBytes = 256 << 20
 
 // pgConnectTimeout bounds connecting to the table's database.
 const pgConnectTimeout = 15 * time.Second
-
-// pgTypes lists, for each declared column type, the PostgreSQL base types (pg_type.typname)
-// a table column may have, and how to say it. Values are read as PostgreSQL's text output
-// (col::text) and parsed by the CSV loader: integers exactly, float4/float8 and numeric
-// rounded to the nearest float64 (numeric beyond the float64 range is clamped to the
-// declared bounds, as in CSV).
-var pgTypes = map[query.Type]struct {
-	names map[string]bool
-	want  string
-}{
-	query.Int:    {set("int2", "int4", "int8"), "smallint, integer or bigint"},
-	query.Float:  {set("int2", "int4", "int8", "float4", "float8", "numeric"), "smallint, integer, bigint, real, double precision or numeric"},
-	query.String: {set("text", "varchar", "bpchar", "name", "citext", "uuid", "bool", "int2", "int4", "int8"), "text, varchar, char, name, citext, uuid, boolean or an integer type"},
-}
-
-func set(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
-// parseTableName splits "schema.table" or "table" into the parts of a quoted identifier.
-// Each part is taken literally (case-sensitive, as a quoted identifier): a table created
-// as CREATE TABLE Pay is named "pay".
-func parseTableName(name string) (pgx.Identifier, error) {
-	parts := strings.Split(name, ".")
-	bad := len(parts) > 2 || !utf8.ValidString(name)
-	for _, p := range parts {
-		bad = bad || p == "" || len(p) > 63 || strings.ContainsRune(p, 0)
-	}
-	if bad {
-		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: name, Want: `"schema.table" or "table" (names of 1 to 63 bytes, taken literally: case-sensitive, no quotes needed)`}
-	}
-	return pgx.Identifier(parts), nil
-}
 
 // Snapshot reads the declared columns of the table src names into CSV text (header
 // first, the columns of schema in order) and returns it with a description of the source
@@ -94,7 +66,7 @@ func Snapshot(ctx context.Context, src Table, schema query.Schema) (csvText, ori
 	if err != nil {
 		return "", "", &dpkit.ParamError{Pkg: "datasource", Name: "table.url", Value: sqldb.Redact(src.URL), Want: "a PostgreSQL URL postgres://user@host:port/database?…: " + sqldb.RedactIn(err.Error(), src.URL)}
 	}
-	ident, err := parseTableName(src.Name)
+	ident, err := pushdown.ParseName(src.Name)
 	if err != nil {
 		return "", "", err
 	}
@@ -171,65 +143,20 @@ func Snapshot(ctx context.Context, src Table, schema query.Schema) (csvText, ori
 }
 
 // tableColumns checks in the catalog that table exists and has every column of schema,
-// of a type that can be read as the declared one, and returns the select expressions
-// (quoted column names cast to text), in the order of schema. A declared name matches a
-// table column of the same name, or else the only one equal to it ignoring case.
+// of a type that can be read as the declared one (pushdown.Columns), and returns the
+// select expressions (quoted column names cast to text), in the order of schema.
 func tableColumns(ctx context.Context, tx pgx.Tx, table string, schema query.Schema) ([]string, error) {
-	var kind string
-	err := tx.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass($1)`, table).Scan(&kind)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: table, Want: "an existing table or view (names are case-sensitive; without a schema, the URL's search_path applies)"}
+	cols, err := pushdown.Columns(ctx, tx, table, schema)
+	var pe *dpkit.ParamError
+	if errors.As(err, &pe) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, pgError(table, err)
 	}
-	switch kind {
-	case "r", "p", "v", "m", "f": // table, partitioned table, view, materialized view, foreign table
-	default:
-		return nil, &dpkit.ParamError{Pkg: "datasource", Name: "table.name", Value: table, Want: "a table or view (not an index, sequence or type)"}
-	}
-	rows, err := tx.Query(ctx, `SELECT a.attname::text, bt.typname::text, format_type(a.atttypid, a.atttypmod)
-		FROM pg_attribute a
-		JOIN pg_type t ON t.oid = a.atttypid
-		JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY a.attnum`, table)
-	if err != nil {
-		return nil, pgError(table, err)
-	}
-	type pgColumn struct{ name, typ, format string }
-	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgColumn, error) {
-		var c pgColumn
-		return c, r.Scan(&c.name, &c.typ, &c.format)
-	})
-	if err != nil {
-		return nil, pgError(table, err)
-	}
-	exprs := make([]string, len(schema.Columns))
-	for i, decl := range schema.Columns {
-		field := fmt.Sprintf("columns[%s]", decl.Name)
-		var match []pgColumn
-		for _, c := range cols {
-			if c.name == decl.Name {
-				match = []pgColumn{c}
-				break
-			}
-			if strings.EqualFold(c.name, decl.Name) {
-				match = append(match, c)
-			}
-		}
-		switch {
-		case len(match) == 0:
-			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: decl.Name, Want: "a column of table " + table}
-		case len(match) > 1:
-			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: decl.Name, Want: fmt.Sprintf("one column of table %s (%q and %q differ only in case: declare the exact name)", table, match[0].name, match[1].name)}
-		}
-		c := match[0]
-		if allowed := pgTypes[decl.Type]; !allowed.names[c.typ] {
-			return nil, &dpkit.ParamError{Pkg: "datasource", Name: field, Value: "PostgreSQL type " + c.format,
-				Want: fmt.Sprintf("a column of type %s to be read as %s", allowed.want, decl.Type)}
-		}
-		exprs[i] = pgx.Identifier{c.name}.Sanitize() + "::text"
+	exprs := make([]string, len(cols))
+	for i, c := range cols {
+		exprs[i] = pgx.Identifier{c.Name}.Sanitize() + "::text"
 	}
 	return exprs, nil
 }

@@ -63,20 +63,24 @@ func (r *Registry) Ping(ctx context.Context) error { return r.db.SQL.PingContext
 // data, either CSV text (given inline, or the snapshot of a PostgreSQL table) or a path
 // on the server.
 type DatasetRecord struct {
-	Name    string
-	Spec    []byte
-	CSV     string // the CSV text; Datasets leaves it empty (see DatasetCSV)
-	Path    string
-	Origin  string // for a snapshot: the table and database it was read from, without credentials
-	Created time.Time
-	Demo    bool // registered by "dpkit serve --demo"
+	Name   string
+	Spec   []byte
+	CSV    string // the CSV text; Datasets leaves it empty (see DatasetCSV)
+	Path   string
+	Origin string // for a snapshot or a live table: the table and database, without credentials
+	// LiveURL and LiveTable name the live PostgreSQL table a dataset reads at each query
+	// (its database's URL, credentials included, and the table's name); "" otherwise.
+	LiveURL, LiveTable string
+	Created            time.Time
+	Demo               bool // registered by "dpkit serve --demo"
 }
 
 // AddDataset records d; ErrExists if a dataset of that name exists.
 func (r *Registry) AddDataset(ctx context.Context, d DatasetRecord) error {
-	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_datasets (name, spec, csv, path, origin, created_at, demo)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), nullString(d.Origin), d.Created.UnixNano(), d.Demo)
+	res, err := r.db.SQL.ExecContext(ctx, `INSERT INTO server_datasets (name, spec, csv, path, origin, created_at, demo, live_url, live_table)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		d.Name, string(d.Spec), nullString(d.CSV), nullString(d.Path), nullString(d.Origin), d.Created.UnixNano(), d.Demo,
+		nullString(d.LiveURL), nullString(d.LiveTable))
 	return inserted(res, err, "dataset", d.Name)
 }
 
@@ -97,7 +101,7 @@ func inserted(res sql.Result, err error, what, name string) error {
 // Datasets returns every dataset, by name, without its CSV text (which may be large:
 // read it with DatasetCSV when the table is loaded).
 func (r *Registry) Datasets(ctx context.Context) ([]DatasetRecord, error) {
-	rows, err := r.db.SQL.QueryContext(ctx, `SELECT name, spec, path, origin, created_at, demo FROM server_datasets ORDER BY name`)
+	rows, err := r.db.SQL.QueryContext(ctx, `SELECT name, spec, path, origin, created_at, demo, live_url, live_table FROM server_datasets ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +110,13 @@ func (r *Registry) Datasets(ctx context.Context) ([]DatasetRecord, error) {
 	for rows.Next() {
 		var d DatasetRecord
 		var spec string
-		var path, origin sql.NullString
+		var path, origin, liveURL, liveTable sql.NullString
 		var created int64
-		if err := rows.Scan(&d.Name, &spec, &path, &origin, &created, &d.Demo); err != nil {
+		if err := rows.Scan(&d.Name, &spec, &path, &origin, &created, &d.Demo, &liveURL, &liveTable); err != nil {
 			return nil, err
 		}
 		d.Spec, d.Path, d.Origin, d.Created = []byte(spec), path.String, origin.String, time.Unix(0, created).UTC()
+		d.LiveURL, d.LiveTable = liveURL.String, liveTable.String
 		out = append(out, d)
 	}
 	return out, rows.Err()

@@ -74,7 +74,8 @@ type pendingQuery struct {
 	opts       query.ReleaseOptions
 	chosen     bool // the query chose its cost (adaptive policy)
 	prepared   Prepared
-	deadline   time.Time // when the query's time is up
+	limit      time.Duration // the query's time limit
+	deadline   time.Time     // when the query's time is up
 }
 
 // Query answers req on dataset d for caller p. The order of steps is what makes it safe
@@ -238,14 +239,14 @@ func (s *Server) release(ctx context.Context, q *pendingQuery) (Answer, []byte, 
 	done := make(chan result, 1)
 	go func() {
 		defer func() { <-s.work }()
-		ans, payload, err := q.release(s.src)
+		ans, payload, err := q.release(ctx, s.src)
 		done <- result{ans, payload, err}
 	}()
 	select {
 	case r := <-done:
 		return r.ans, r.payload, r.err
 	case <-ctx.Done():
-		return Answer{}, nil, s.timeoutErr(ctx)
+		return Answer{}, nil, q.timeoutErr(ctx)
 	}
 }
 
@@ -254,9 +255,9 @@ var errBusy = errorf(http.StatusServiceUnavailable, "the service is busy computi
 
 // timeoutErr is the error of a computation whose context ended: the time limit, or the
 // client's cancellation.
-func (s *Server) timeoutErr(ctx context.Context) error {
+func (q *pendingQuery) timeoutErr(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return errTimeout(s.opts.QueryTimeout)
+		return errTimeout(q.limit)
 	}
 	return ctx.Err()
 }
@@ -274,7 +275,8 @@ func (s *Server) plan(ctx context.Context, p principal, d *dataset, req QueryReq
 		return nil, err
 	}
 	q := &pendingQuery{req: req, dataset: d.spec.Name, analyst: p.ID, key: req.IdempotencyKey, policy: *d.spec.Policy,
-		chosen: d.spec.Policy.Mode == "adaptive", deadline: time.Now().Add(s.opts.QueryTimeout)}
+		chosen: d.spec.Policy.Mode == "adaptive", limit: s.queryLimit(d)}
+	q.deadline = time.Now().Add(q.limit)
 	var err error
 	if q.budget, err = s.ledger.AnalystBudget(ctx, d.spec.Name, p.ID); err != nil {
 		return nil, err
@@ -354,8 +356,8 @@ func (q *pendingQuery) spend(a *spendOf) Spend {
 }
 
 // release computes the noisy answer and the payload that records it.
-func (q *pendingQuery) release(src noise.Source) (Answer, []byte, error) {
-	ans, err := q.prepared.Release(q.opts, src)
+func (q *pendingQuery) release(ctx context.Context, src noise.Source) (Answer, []byte, error) {
+	ans, err := q.prepared.Release(ctx, q.opts, src)
 	if err != nil {
 		return Answer{}, nil, err
 	}

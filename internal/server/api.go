@@ -89,6 +89,7 @@ type DatasetInfo struct {
 	Budget      dpkit.Budget          `json:"budget"`
 	Policy      PolicySpec            `json:"policy"`
 	Source      string                `json:"source,omitempty"` // "csv", the path or the table's origin; admins only
+	Live        bool                  `json:"live,omitempty"`   // a live table: queried inside its database, its rows may change
 	Demo        bool                  `json:"demo,omitempty"`   // registered by dpkit serve --demo
 }
 
@@ -409,7 +410,7 @@ func domainText(v any) (string, error) {
 
 // info returns what readers of the dataset may see.
 func (s *DatasetSpec) info(rec registry.DatasetRecord, admin bool) DatasetInfo {
-	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy, Demo: rec.Demo}
+	d := DatasetInfo{Name: s.Name, Columns: s.Columns, PrivacyUnit: s.PrivacyUnit, Budget: *s.Budget, Policy: *s.Policy, Demo: rec.Demo, Live: rec.LiveURL != ""}
 	if admin {
 		switch {
 		case rec.Path != "":

@@ -107,8 +107,11 @@ func (s *Server) table(ctx context.Context, d *dataset) (Table, error) {
 	return t, nil
 }
 
-// load reads d's table.
+// load reads d's table (a live table: opens it).
 func (s *Server) load(ctx context.Context, d *dataset) (Table, error) {
+	if d.rec.LiveURL != "" {
+		return s.openLive(ctx, d.spec.Name, datasource.Table{URL: d.rec.LiveURL, Name: d.rec.LiveTable}, d.schema)
+	}
 	var r io.Reader
 	if d.rec.Path != "" {
 		f, err := datasource.OpenFile(d.rec.Path, s.opts.FileLimits)
@@ -182,6 +185,16 @@ func (s *Server) register(ctx context.Context, req CreateDatasetRequest, demo bo
 		if err != nil {
 			return DatasetInfo{}, err
 		}
+	case req.Table != nil && checkMode(req.Table) != nil:
+		return DatasetInfo{}, checkMode(req.Table)
+	case req.Table != nil && req.Table.Mode == datasource.ModeLive:
+		// Not copied: every query runs inside the table's database.
+		lt, err := s.openLive(ctx, spec.Name, *req.Table, schema)
+		if err != nil {
+			return DatasetInfo{}, err
+		}
+		rec.LiveURL, rec.LiveTable, rec.Origin = req.Table.URL, req.Table.Name, lt.t.Origin()
+		table = lt
 	default:
 		if req.Table != nil {
 			// A snapshot, stored and loaded as CSV text like "csv".
@@ -197,6 +210,9 @@ func (s *Server) register(ctx context.Context, req CreateDatasetRequest, demo bo
 		return DatasetInfo{}, err
 	}
 	if err := s.record(ctx, spec, rec); err != nil {
+		if lt, ok := table.(*liveTable); ok {
+			s.dropLive(lt)
+		}
 		return DatasetInfo{}, err
 	}
 	rec.CSV = "" // loaded already; the registry keeps it

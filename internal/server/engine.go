@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 
 	"github.com/dpkit/dpkit/noise"
@@ -31,15 +32,20 @@ func (q queryTable) Prepare(name, sql string) (Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queryPlan{p}, nil
+	return queryPlan{p: p, x: q.t}, nil
 }
 
-type queryPlan struct{ p *query.Plan }
+// queryPlan is a plan and the executor of its exact step: the table in memory, or a
+// live table (live.go).
+type queryPlan struct {
+	p *query.Plan
+	x query.Executor
+}
 
-// Release implements Prepared with query's release step (query.Plan.ReleaseWith): the
+// Release implements Prepared with query's release step (query.Plan.ReleaseFrom): the
 // pure-ε mechanisms, or Gaussian ones, calibrated to the plan's sensitivities.
-func (q queryPlan) Release(o query.ReleaseOptions, src noise.Source) (Answer, error) {
-	a, err := q.p.ReleaseWith(o, src)
+func (q queryPlan) Release(ctx context.Context, o query.ReleaseOptions, src noise.Source) (Answer, error) {
+	a, err := q.p.ReleaseFrom(ctx, o, q.x, src)
 	if err != nil {
 		return Answer{}, err
 	}

@@ -90,7 +90,7 @@ func TestRefusedLatency(t *testing.T) {
 		var ds []time.Duration
 		for range 5 {
 			start := time.Now()
-			if _, err := p.Release(query.ReleaseOptions{Budget: dpkit.Budget{Epsilon: 1}}, noise.Seeded(3)); err != nil {
+			if _, err := p.Release(context.Background(), query.ReleaseOptions{Budget: dpkit.Budget{Epsilon: 1}}, noise.Seeded(3)); err != nil {
 				t.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))

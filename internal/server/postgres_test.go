@@ -66,6 +66,8 @@ func testMigrateV1(t *testing.T, db string) {
 		"ALTER TABLE server_datasets DROP COLUMN origin",
 		"ALTER TABLE server_datasets DROP COLUMN demo",
 		"ALTER TABLE server_keys DROP COLUMN demo",
+		"ALTER TABLE server_datasets DROP COLUMN live_url",
+		"ALTER TABLE server_datasets DROP COLUMN live_table",
 		"DELETE FROM server_migrations",
 		"INSERT INTO server_migrations (version, applied_at) VALUES (1, 0)",
 		"DELETE FROM dpkit_schema WHERE component = 'server'",

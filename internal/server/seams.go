@@ -133,8 +133,9 @@ type Table interface {
 
 // Prepared is a parsed, checked query.
 type Prepared interface {
-	// Release computes the noisy answer with the release options o (cost and noise).
-	Release(o query.ReleaseOptions, src noise.Source) (Answer, error)
+	// Release computes the noisy answer with the release options o (cost and noise),
+	// until ctx ends.
+	Release(ctx context.Context, o query.ReleaseOptions, src noise.Source) (Answer, error)
 	// CostForAccuracy returns the cheapest options whose 95% intervals are at most ±h
 	// (query.Plan.CostForAccuracy); HalfWidth the half-width of the options o.
 	CostForAccuracy(h float64, gaussian bool, delta float64) (query.ReleaseOptions, error)

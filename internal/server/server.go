@@ -23,6 +23,7 @@ import (
 	"github.com/dpkit/dpkit/ledger/sqlite"
 	"github.com/dpkit/dpkit/noise"
 	"github.com/dpkit/dpkit/query"
+	"github.com/dpkit/dpkit/query/pushdown"
 )
 
 // DefaultMaxBody is the default limit on request bodies (1 MiB).
@@ -44,6 +45,10 @@ type Options struct {
 	// QueryTimeout limits the computation of one query's answer; 0 means
 	// DefaultQueryTimeout.
 	QueryTimeout time.Duration
+	// StatementTimeout limits the SQL statement of a query on a live table (PostgreSQL's
+	// statement_timeout; the query's time limit is this and a few seconds); 0 means
+	// pushdown.DefaultStatementTimeout.
+	StatementTimeout time.Duration
 	// MaxComputing bounds the queries computed at once (others wait, within their time
 	// limit); 0 means twice GOMAXPROCS.
 	MaxComputing int
@@ -63,8 +68,9 @@ type Server struct {
 	keys    keyCache
 	mu      sync.Mutex
 	data    map[string]*dataset
-	created sync.Mutex    // serialises dataset registration
-	work    chan struct{} // one token per query being computed
+	created sync.Mutex        // serialises dataset registration
+	work    chan struct{}     // one token per query being computed
+	live    []*pushdown.Table // live tables opened (guarded by mu), closed by Close
 }
 
 // dataset is a registered dataset; its table is loaded on first use.
@@ -90,6 +96,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.StatementTimeout <= 0 {
+		opts.StatementTimeout = pushdown.DefaultStatementTimeout
 	}
 	if opts.MaxComputing <= 0 {
 		opts.MaxComputing = 2 * runtime.GOMAXPROCS(0)
@@ -136,8 +145,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Server, func(), error
 		closeAll()
 		return nil, nil, err
 	}
-	return s, closeAll, nil
+	return s, func() { s.Close(); closeAll() }, nil
 }
+
+// Close closes the connections to the databases of live tables (the service's own
+// database is closed by whoever opened it: Open's close function does both).
+func (s *Server) Close() { s.closeLive() }
 
 // ServeHTTP serves the API and the page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60*time.Second + s.opts.QueryTimeout,
+		WriteTimeout:      60*time.Second + max(s.opts.QueryTimeout, s.opts.StatementTimeout+liveGrace),
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          s.opts.ErrorLog,

@@ -125,7 +125,7 @@ func schemaOf(intUnit bool, unit *query.PrivacyUnit) query.Schema {
 }
 
 // csvOf writes the rows as the in-memory executor reads them: NULL numbers as empty
-// fields, NULL strings as '', NaN as NULL, ±Inf and numeric beyond float64 as numbers
+// fields, NULL strings as ”, NaN as NULL, ±Inf and numeric beyond float64 as numbers
 // that parse to ±Inf (clamped).
 func csvOf(rows []row) string {
 	var b strings.Builder

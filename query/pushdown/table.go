@@ -260,7 +260,7 @@ func (t *Table) check(ctx context.Context, tx pgx.Tx) error {
 	cols, err := Columns(ctx, tx, t.table, t.schema)
 	var pe *dpkit.ParamError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s", ErrSchemaChanged, pe.Want)
+		return fmt.Errorf("%w: %s: want %s", ErrSchemaChanged, pe.Name, pe.Want)
 	}
 	if err != nil {
 		return err
