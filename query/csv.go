@@ -46,14 +46,17 @@ type LoadOptions struct {
 // from the declared bounds, never from the data, so every value must lie within them for
 // the noise to be calibrated correctly, and rejecting the table instead would make a
 // data-dependent decision. Float values are also rounded to the nearest multiple of
-// γ = 2^(e−40) inside the bounds, 2^e being the smallest power of two ≥ max(|min|, |max|)
-// (a relative change of at most 2^-41 of the bound), which makes sums exact.
+// γ = 2^(e−40) inside the bounds (ties to even), 2^e being the smallest power of two ≥
+// max(|min|, |max|) (a relative change of at most 2^-41 of the bound), which makes sums
+// exact.
 //
 // With a privacy unit, at most PrivacyUnit.MaxRows rows of each unit are kept (see
-// LoadOptions.Source); the unit column's raw value (before clamping) identifies the unit.
+// LoadOptions.Source; LoadOptions.BoundPerQuery keeps them all, for bounding per query);
+// the unit column's raw value (before clamping) identifies the unit.
 //
-// Malformed CSV, a wrong number of fields, an empty or ill-typed numeric field (or NaN,
-// ±Inf), and more than MaxRows rows are reported as a *CSVError with the line number.
+// Malformed CSV, a wrong number of fields, an empty (unless LoadOptions.Nulls) or
+// ill-typed numeric field (or NaN, ±Inf), and more than MaxRows rows are reported as a
+// *CSVError with the line number.
 // LoadCSV streams its input: memory is that of the column slices (8 bytes per numeric
 // value, 4 per string value plus its distinct strings).
 func LoadCSV(r io.Reader, s Schema, opt LoadOptions) (*Table, error) {
@@ -120,7 +123,9 @@ func newTable(s Schema) *Table {
 		c := &t.cols[i]
 		c.decl = &t.schema.Columns[i]
 		if c.decl.Type == Float {
-			c.grid, _, _ = floatGrid(c.decl.Min, c.decl.Max)
+			var mlo, mhi float64
+			c.grid, mlo, mhi = floatGrid(c.decl.Min, c.decl.Max)
+			c.lo, c.hi = mlo*c.grid, mhi*c.grid
 		}
 		c.resolveDomain()
 	}

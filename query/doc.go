@@ -26,18 +26,23 @@
 // # Privacy
 //
 // Prepare returns a Plan, a logical plan whose steps are fields — the rows (WHERE), the
-// contribution bounds (MaxRows at load; MaxGroups and MaxRowsPerGroup per grouped
-// query), the groups, the exact aggregates with their ℓ1/ℓ2 sensitivities under the
+// contribution bounds per query (MaxRows, and MaxGroups and MaxRowsPerGroup for grouped
+// queries, which rows and groups of a unit over them being chosen by a keyed hash of the
+// query's Seed), the groups, the exact aggregates with their ℓ1/ℓ2 sensitivities under the
 // neighbouring relation (package sensitivity: add/remove one privacy unit, or replace
-// one), and the split of the cost — so that another executor can run its exact step.
-// Plan.ReleaseWith adds calibrated noise through the mechanism values of package
-// mechanism that Plan.Mechanisms chooses: pure ε (geometric for counts, secure snapped
-// Laplace for sums, both for AVG, the exact exponential mechanism for quantiles) or
-// Gaussian at a GDP parameter μ (discrete Gaussian for counts, snapped Gaussian for
+// one), and the split of the cost. One plan, several executors: an Executor runs the
+// exact steps and emits the exact statistics of each group (GroupExact) — the Table
+// in memory, or the database holding the table (Compile writes the one SQL statement,
+// package query/pushdown runs it on PostgreSQL; PrepareSchema plans without a loaded
+// table) — and both give the same statistics for the same rows and seed. Plan.ReleaseFrom
+// (ReleaseWith on the plan's table) adds calibrated noise through the mechanism values of
+// package mechanism that Plan.Mechanisms chooses: pure ε (geometric for counts, secure
+// snapped Laplace for sums, both for AVG, the exact exponential mechanism for quantiles)
+// or Gaussian at a GDP parameter μ (discrete Gaussian for counts, snapped Gaussian for
 // sums), and reports the values, 95% intervals, the cost charged and the mechanisms'
 // descriptor. The query layer never samples noise itself. Plan.CostForAccuracy finds
-// the cheapest cost whose intervals meet a half-width. Plan.Evaluate returns the exact,
-// non-private answer (for tests and curators).
+// the cheapest cost whose intervals meet a half-width. Plan.Evaluate and Plan.Collect
+// return the exact, non-private answer (for tests and curators).
 //
 // Reported sensitivities are never below the exact ones: sums are exact (128-bit
 // integers), and the single rounding to float64 is covered by a slack of at most a

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"math"
 	"math/big"
 	"math/bits"
 )
@@ -59,21 +58,6 @@ func (c *column) float(i int) float64 {
 		return float64(c.ints[i])
 	}
 	return c.floats[i]
-}
-
-// unitGrid returns the value of one grid unit of the aggregated column.
-func (c *column) unitGrid() float64 {
-	if c.decl.Type == Int {
-		return 1
-	}
-	return c.grid
-}
-
-// exactSum returns Σ·γ, the exact sum of a group from its accumulator, as a big.Float
-// (exact: 128-bit integer times a power of two).
-func exactSum(a acc128, grid float64) *big.Float {
-	x := new(big.Float).SetPrec(256).SetInt(a.int())
-	return x.SetMantExp(x, math.Ilogb(grid)) // grid is a power of two
 }
 
 // quantileRank returns the 1-based rank ⌈p·n⌉ (at least 1) of the p-quantile of n sorted

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -214,42 +215,53 @@ func (c *compiler) dbType(i int) string {
 // alias returns the name of schema column i's value in the statement's inner queries.
 func alias(i int) string { return "c" + strconv.Itoa(i) }
 
+// nonNullAlias returns the name of the non-NULL indicator of column i (see nonNull).
+func nonNullAlias(i int) string { return "n" + strconv.Itoa(i) }
+
 // unitAlias is the name of the privacy unit in the inner queries.
 const unitAlias = "u"
 
-// value returns the expression of schema column i's value: clamped Int, Float grid
-// index, or text.
+// value returns the expression of schema column i's value: a clamped Int, the grid
+// index of a Float, or text.
 func (c *compiler) value(i int) string {
 	decl := &c.p.schema.Columns[i]
-	q := c.raw(i)
 	switch decl.Type {
 	case Int:
-		v := "CAST(" + q + " AS bigint)"
+		v := "CAST(" + c.raw(i) + " AS bigint)"
 		lo, hi := c.param(int64(decl.Min), "bigint"), c.param(int64(decl.Max), "bigint")
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END", v, v, lo, hi)
+		return fmt.Sprintf("CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END", v, lo, lo, v, hi, hi, v)
 	case Float:
-		g, mlo, mhi := floatGrid(decl.Min, decl.Max)
-		// x: the value clamped to the bounds, NULL for NULL and NaN
-		var x string
-		if c.dbType(i) == "numeric" { // clamped in numeric: beyond ±1.8e308 a CAST would fail
-			num := func(x float64) string { return c.param(strconv.FormatFloat(x, 'g', -1, 64), "numeric") }
-			x = fmt.Sprintf("CAST(CASE WHEN %s IS NULL OR %s = CAST('NaN' AS numeric) THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END AS double precision)",
-				q, q, q, num(decl.Min), num(decl.Max))
-		} else {
-			v := "CAST(" + q + " AS double precision)"
-			x = fmt.Sprintf("CASE WHEN %s IS NULL OR %s = CAST('NaN' AS double precision) THEN NULL ELSE LEAST(GREATEST(%s, %s), %s) END",
-				v, v, v, c.param(decl.Min, "double precision"), c.param(decl.Max, "double precision"))
+		g, _, _ := floatGrid(decl.Min, decl.Max)
+		x := c.clampedFloat(i)
+		if g > 1 { // x/γ could underflow (an error in PostgreSQL) for |x| < γ·2^-1074
+			x = fmt.Sprintf("CASE WHEN abs(%s) < %s THEN 0 ELSE %s END", x, c.param(g/2, "double precision"), x)
 		}
-		// m = round(x/γ) half away from zero: 0 below γ/2, else sign(x)·⌊|x|/γ + ½⌋,
-		// exact for |x|/γ ≥ ½ (|x|/γ is exact, and adding ½ cannot round across an
-		// integer there); then clamped to the grid indices within the bounds
-		x = "(" + x + ")"
-		m := fmt.Sprintf("CASE WHEN abs(%s) < %s THEN 0 ELSE sign(%s) * floor(abs(%s) / %s + 0.5) END",
-			x, c.param(g/2, "double precision"), x, x, c.param(g, "double precision"))
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE CAST(LEAST(GREATEST(%s, %s), %s) AS bigint) END",
-			x, m, c.param(mlo, "double precision"), c.param(mhi, "double precision"))
+		return fmt.Sprintf("CAST(%s / %s AS bigint)", x, c.param(g, "double precision"))
 	}
-	return "COALESCE(CAST(" + q + " AS text), '')"
+	return "COALESCE(CAST(" + c.raw(i) + " AS text), '')"
+}
+
+// clampedFloat returns the expression of Float column i clamped to its grid's ends
+// [⌈lo/γ⌉·γ, ⌊hi/γ⌋·γ] (±Infinity to the ends), NULL for NULL and NaN. Its quotient by γ
+// is then exact and within the grid indices, and CAST to bigint rounds it to the nearest
+// integer, ties to even (PostgreSQL's rint) — the in-memory rounding (Table). A numeric
+// column is clamped in numeric, then CAST: beyond ±1.8e308 the CAST would fail, and the
+// nearest double of a value clamped to the decimal ends is the double clamped.
+func (c *compiler) clampedFloat(i int) string {
+	decl := &c.p.schema.Columns[i]
+	g, mlo, mhi := floatGrid(decl.Min, decl.Max)
+	lo, hi := mlo*g, mhi*g
+	q := c.raw(i)
+	if c.dbType(i) == "numeric" {
+		num := func(x float64) string { return c.param(strconv.FormatFloat(x, 'g', -1, 64), "numeric") }
+		a, b := num(lo), num(hi)
+		return fmt.Sprintf("CASE WHEN %s = CAST('NaN' AS numeric) THEN NULL ELSE CAST(CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END AS double precision) END",
+			q, q, a, a, q, b, b, q)
+	}
+	x := "CAST(" + q + " AS double precision)"
+	a, b := c.param(lo, "double precision"), c.param(hi, "double precision")
+	return fmt.Sprintf("CASE WHEN %s = CAST('NaN' AS double precision) THEN NULL WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END",
+		x, x, a, a, x, b, b, x)
 }
 
 // unitValue returns the expression of the privacy unit: the raw value of an Int column
@@ -261,7 +273,11 @@ func (c *compiler) unitValue(i int) string {
 	return c.value(i)
 }
 
-// where returns the WHERE condition over the inner query's aliases.
+// where returns the WHERE condition. Comparisons are on the raw columns where that is
+// exact — an Int column against the range of raw values whose clamped value passes, a
+// Float column (not numeric) against the range of raw values whose grid value passes, a
+// text column's equality — so that the database can use its indexes and estimates; the
+// other comparisons are on the values (aliases).
 func (c *compiler) where(e Expr) string {
 	switch e := e.(type) {
 	case *Logic:
@@ -272,42 +288,178 @@ func (c *compiler) where(e Expr) string {
 		return "(" + strings.Join(terms, " "+e.Op+" ") + ")"
 	case *Comparison:
 		i := c.p.schema.column(e.Column)
-		v := alias(i)
-		op := e.Op
-		if op == "!=" {
-			op = "<>"
-		}
-		switch decl := &c.p.schema.Columns[i]; decl.Type {
-		case Int:
-			lo, hi, negate, none := intBounds(e.Op, e.Value.Num)
-			var cond string
-			switch {
-			case none && negate:
-				return "(" + v + " IS NOT NULL)"
-			case none:
-				return "FALSE"
-			case lo == math.MinInt64:
-				cond = v + " <= " + c.param(hi, "bigint")
-			case hi == math.MaxInt64:
-				cond = v + " >= " + c.param(lo, "bigint")
-			default:
-				cond = v + " BETWEEN " + c.param(lo, "bigint") + " AND " + c.param(hi, "bigint")
-			}
-			if negate {
-				return "(NOT (" + cond + "))"
-			}
-			return "(" + cond + ")"
-		case Float:
+		switch decl := &c.p.schema.Columns[i]; {
+		case decl.Type == Int:
+			return c.intCond(i, e)
+		case decl.Type == Float && c.dbType(i) != "numeric":
+			return c.floatCond(i, e)
+		case decl.Type == Float:
+			op := sqlOp(e.Op)
 			g, _, _ := floatGrid(decl.Min, decl.Max)
-			return fmt.Sprintf("(CAST(%s AS double precision) * %s %s %s)", v, c.param(g, "double precision"), op, c.param(e.Value.Num, "double precision"))
+			return fmt.Sprintf("(CAST(%s AS double precision) * %s %s %s)", c.value(i), c.param(g, "double precision"), op, c.param(e.Value.Num, "double precision"))
 		}
-		return fmt.Sprintf("(%s COLLATE \"C\" %s %s)", v, op, c.param(e.Value.Text, "text"))
+		return c.stringCond(i, e)
 	}
 	panic("query: unknown expression type") // unreachable: Expr is sealed
 }
 
-// candidates returns the inner query of the candidate rows: the values the query reads
-// (aliases c<i>, and u for the unit), the rows passing WHERE, in a group, with a unit.
+func sqlOp(op string) string {
+	if op == "!=" {
+		return "<>"
+	}
+	return op
+}
+
+// rangeCond returns the condition lo ≤ x ≤ hi on the raw expression x, each side
+// written only if given (lower/upper), ">" or "<" where strict, NOT NULL (and, with
+// notNaN, not NaN) implied; negated (a NOT NULL row outside the range) when negate.
+func rangeCond(x, lower, upper string, strictLo, strictHi, negate bool, notNaN string) string {
+	var conds []string
+	if lower != "" {
+		op := " >= "
+		if strictLo {
+			op = " > "
+		}
+		conds = append(conds, x+op+lower)
+	}
+	if upper != "" {
+		op := " <= "
+		if strictHi {
+			op = " < "
+		}
+		conds = append(conds, x+op+upper)
+	}
+	present := x + " IS NOT NULL"
+	if notNaN != "" {
+		present = x + " <> " + notNaN // also false for NULL
+	}
+	if len(conds) == 0 {
+		if negate {
+			return "FALSE"
+		}
+		return "(" + present + ")"
+	}
+	cond := strings.Join(conds, " AND ")
+	if negate {
+		return "(" + present + " AND NOT (" + cond + "))"
+	}
+	if notNaN != "" && upper == "" {
+		cond += " AND " + present // NaN is above every number in PostgreSQL
+	}
+	return "(" + cond + ")"
+}
+
+// intCond writes a comparison on an Int column on its raw values: the clamped value
+// passes "v op x" exactly when it is in the integer range [a, b] of intBounds, and a raw
+// value r clamps into that range exactly when r ≥ a (unless a ≤ min: always) and r ≤ b
+// (unless b ≥ max).
+func (c *compiler) intCond(i int, e *Comparison) string {
+	decl := &c.p.schema.Columns[i]
+	x := c.raw(i)
+	a, b, negate, none := intBounds(e.Op, e.Value.Num)
+	lo, hi := int64(decl.Min), int64(decl.Max)
+	if none || a > hi || b < lo || a > b {
+		return rangeCond(x, "", "", false, false, !negate, "")
+	}
+	var lower, upper string
+	if a > lo {
+		lower = c.param(a, "bigint")
+	}
+	if b < hi {
+		upper = c.param(b, "bigint")
+	}
+	return rangeCond(x, lower, upper, false, false, negate, "")
+}
+
+// floatCond writes a comparison on a Float column on its raw values: the grid value m·γ
+// passes "m·γ op v" exactly when the grid index m is in an integer range [a, b] (exact
+// floor and ceiling of v/γ), and m = RoundToEven(clamp(x)/γ) ≥ a (a above the lowest
+// index) exactly when x ≥ (a − ½)·γ for an even a, x > (a − ½)·γ for an odd one (the
+// tie goes to the even index); likewise m ≤ b against (b + ½)·γ.
+func (c *compiler) floatCond(i int, e *Comparison) string {
+	decl := &c.p.schema.Columns[i]
+	g, mlo, mhi := floatGrid(decl.Min, decl.Max)
+	lo, hi := int64(mlo), int64(mhi)
+	a, b, negate := gridRange(e.Op, e.Value.Num, g, lo, hi)
+	x := "CAST(" + c.raw(i) + " AS double precision)"
+	nan := "CAST('NaN' AS double precision)"
+	if a > b {
+		return rangeCond(x, "", "", false, false, !negate, nan)
+	}
+	var lower, upper string
+	var strictLo, strictHi bool
+	if a > lo {
+		lower, strictLo = c.param((float64(a)-0.5)*g, "double precision"), a%2 != 0
+	}
+	if b < hi {
+		upper, strictHi = c.param((float64(b)+0.5)*g, "double precision"), b%2 != 0
+	}
+	return rangeCond(x, lower, upper, strictLo, strictHi, negate, nan)
+}
+
+// gridRange returns the range [a, b] of grid indices m in [lo, hi] for which m·γ op v
+// holds (negate: for "!=", the complement of the range of "="); a > b when none does.
+func gridRange(op string, v, g float64, lo, hi int64) (a, b int64, negate bool) {
+	q := newFloat().SetFloat64(v)
+	q.SetMantExp(q, -math.Ilogb(g)) // v/γ, exact (γ a power of two)
+	fl, ce := floorCeil(q, lo-1, hi+1)
+	switch op {
+	case "<":
+		return lo, ce - 1, false
+	case "<=":
+		return lo, fl, false
+	case ">":
+		return fl + 1, hi, false
+	case ">=":
+		return ce, hi, false
+	}
+	a, b = ce, fl // "=" or "!=": v/γ an integer in [lo, hi]
+	if a != b {
+		a, b = 1, 0
+	}
+	return max(a, lo), min(b, hi), op == "!="
+}
+
+// floorCeil returns ⌊q⌋ and ⌈q⌉, clamped to [min, max].
+func floorCeil(q *big.Float, min, max int64) (int64, int64) {
+	switch {
+	case q.Cmp(newFloat().SetInt64(min)) < 0:
+		return min, min
+	case q.Cmp(newFloat().SetInt64(max)) > 0:
+		return max, max
+	}
+	t, acc := q.Int64() // truncated toward zero
+	switch {
+	case acc == big.Exact:
+		return t, t
+	case q.Sign() < 0:
+		return t - 1, t
+	}
+	return t, t + 1
+}
+
+// stringCond writes a comparison on a String column, whose value is the text of the
+// column, NULL read as ”: byte-wise (COLLATE "C"); equality of a text column on the
+// raw column.
+func (c *compiler) stringCond(i int, e *Comparison) string {
+	lit := e.Value.Text
+	if t := c.dbType(i); (t == "" || t == "text" || t == "varchar") && (e.Op == "=" || e.Op == "!=") {
+		q := c.raw(i)
+		switch {
+		case e.Op == "=" && lit == "":
+			return "(" + q + " IS NULL OR " + q + " = '')"
+		case e.Op == "=":
+			return "(" + q + " = " + c.param(lit, "text") + ")"
+		case lit == "":
+			return "(" + q + " <> '')"
+		}
+		return "(" + q + " IS NULL OR " + q + " <> " + c.param(lit, "text") + ")"
+	}
+	return fmt.Sprintf("(%s COLLATE \"C\" %s %s)", c.value(i), sqlOp(e.Op), c.param(lit, "text"))
+}
+
+// candidates returns the query of the candidate rows: the values the query reads
+// (aliases c<i>, and u for the unit) of the rows passing WHERE, in a group, with a unit.
 func (c *compiler) candidates() string {
 	p := c.p
 	used := map[int]bool{}
@@ -317,21 +469,21 @@ func (c *compiler) candidates() string {
 	for _, v := range p.b.aggColumns() {
 		used[v] = true
 	}
-	if p.Query.Where != nil {
-		c.whereColumns(p.Query.Where, used)
-	}
 	var cols []string
 	for i := range p.schema.Columns {
 		if used[i] {
 			cols = append(cols, c.value(i)+" AS "+alias(i))
 		}
 	}
+	for _, v := range p.b.aggColumns() {
+		cols = append(cols, c.nonNull(v)+" AS "+nonNullAlias(v))
+	}
 	var conds []string
 	if u := p.schema.Unit; u != nil {
 		i := p.schema.column(u.Column)
 		cols = append(cols, c.unitValue(i)+" AS "+unitAlias)
 		if p.schema.Columns[i].Type == Int {
-			conds = append(conds, unitAlias+" IS NOT NULL")
+			conds = append(conds, c.raw(i)+" IS NOT NULL")
 		}
 	}
 	if len(cols) == 0 {
@@ -343,35 +495,69 @@ func (c *compiler) candidates() string {
 	for j, g := range p.b.groups {
 		decl := &p.schema.Columns[g]
 		switch {
-		case p.domains[j] == nil:
-			conds = append(conds, alias(g)+" IS NOT NULL")
+		case p.domains[j] == nil && decl.Type == Int:
+			conds = append(conds, c.raw(g)+" IS NOT NULL")
+		case p.domains[j] == nil: // a String value is never NULL
 		case decl.Type == Int:
-			vals := make([]int64, len(p.domains[j]))
-			for k, s := range p.domains[j] {
-				vals[k], _ = strconv.ParseInt(s, 10, 64)
-			}
-			conds = append(conds, alias(g)+" = ANY("+c.param(vals, "bigint[]")+")")
+			conds = append(conds, c.intDomainCond(g, p.domains[j]))
 		default:
-			conds = append(conds, alias(g)+" = ANY("+c.param(p.domains[j], "text[]")+")")
+			conds = append(conds, c.stringDomainCond(g, p.domains[j]))
 		}
 	}
-	sql := "SELECT * FROM (SELECT " + strings.Join(cols, ", ") + " FROM " + c.table() + ") AS x"
+	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + c.table()
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
 	return sql
 }
 
-// whereColumns marks the columns a condition reads.
-func (c *compiler) whereColumns(e Expr, used map[int]bool) {
-	switch e := e.(type) {
-	case *Logic:
-		for _, t := range e.Terms {
-			c.whereColumns(t, used)
-		}
-	case *Comparison:
-		used[c.p.schema.column(e.Column)] = true
+// intDomainCond returns the condition that the clamped value of Int column i is in the
+// domain: on the raw column when the domain is one run of consecutive integers (as
+// intCond does for a range), else = ANY of the domain on the clamped value.
+func (c *compiler) intDomainCond(i int, domain []string) string {
+	vals := make([]int64, len(domain))
+	for k, s := range domain {
+		vals[k], _ = strconv.ParseInt(s, 10, 64)
 	}
+	a, b := slices.Min(vals), slices.Max(vals)
+	if b-a+1 != int64(len(vals)) { // not one run (values are distinct)
+		return c.value(i) + " = ANY(" + c.param(vals, "bigint[]") + ")"
+	}
+	decl := &c.p.schema.Columns[i]
+	var lower, upper string
+	if a > int64(decl.Min) {
+		lower = c.param(a, "bigint")
+	}
+	if b < int64(decl.Max) {
+		upper = c.param(b, "bigint")
+	}
+	return rangeCond(c.raw(i), lower, upper, false, false, false, "")
+}
+
+// stringDomainCond returns the condition that the value of String column i (NULL read as
+// ”) is in the domain: on the raw column for a text column.
+func (c *compiler) stringDomainCond(i int, domain []string) string {
+	if t := c.dbType(i); t != "" && t != "text" && t != "varchar" {
+		return c.value(i) + " = ANY(" + c.param(domain, "text[]") + ")"
+	}
+	cond := c.raw(i) + " = ANY(" + c.param(domain, "text[]") + ")"
+	if slices.Contains(domain, "") {
+		cond = "(" + c.raw(i) + " IS NULL OR " + cond + ")"
+	}
+	return cond
+}
+
+// nonNull returns an expression that is NULL exactly when the value of numeric column i
+// is (NULL, or NaN for a Float), cheaper than the value: COUNT of it counts the values.
+func (c *compiler) nonNull(i int) string {
+	decl := &c.p.schema.Columns[i]
+	switch {
+	case decl.Type == Int:
+		return c.raw(i)
+	case c.dbType(i) == "numeric":
+		return "NULLIF(" + c.raw(i) + ", CAST('NaN' AS numeric))"
+	}
+	return "NULLIF(CAST(" + c.raw(i) + " AS double precision), CAST('NaN' AS double precision))"
 }
 
 // groupList returns the grouping columns' aliases, joined by ", ".
@@ -438,7 +624,8 @@ func (c *compiler) outputs(units string) ([]string, int) {
 			continue
 		}
 		v := alias(c.p.b.aggs[i].col)
-		out = append(out, "CAST(COUNT("+v+") AS text)", "CAST(COALESCE(SUM("+v+"), 0) AS text)")
+		n := nonNullAlias(c.p.b.aggs[i].col)
+		out = append(out, "CAST(COUNT("+n+") AS text)", "CAST(COALESCE(SUM("+v+"), 0) AS text)")
 	}
 	return out, len(out) + len(c.p.b.groups)
 }

@@ -28,6 +28,7 @@ type column struct {
 	ints   []int64   // Int: the clamped values
 	floats []float64 // Float: the clamped values, snapped to the grid (multiples of grid)
 	grid   float64   // Float: the grid spacing γ, a power of two
+	lo, hi float64   // Float: the grid's ends within the bounds, ⌈Min/γ⌉·γ and ⌊Max/γ⌋·γ
 	codes  []uint32  // String: indices into dict
 	dict   []string  // String: distinct values, in order of first appearance
 
@@ -130,22 +131,16 @@ func floatGrid(lo, hi float64) (g float64, mlo, mhi float64) {
 	return g, math.Ceil(lo / g), math.Floor(hi / g)
 }
 
-// snapFloat clamps v to the column's bounds and rounds it to the nearest grid point
-// inside them. It reports whether v was outside the bounds.
+// snapFloat returns v on the column's grid: clamped to [⌈Min/γ⌉·γ, ⌊Max/γ⌋·γ] (the grid
+// points within the bounds) and rounded to the nearest multiple of γ, ties to even —
+// m = RoundToEven(clamped/γ), exact since γ is a power of two; the value is m·γ. It
+// reports whether v was outside the bounds. (Clamping to the grid's ends first is the
+// same as clamping to the bounds, rounding, and clamping the index; it keeps the index
+// within the grid by itself, which the SQL executor needs.)
 func (c *column) snapFloat(v float64) (float64, bool) {
-	clamped := false
-	if v < c.decl.Min {
-		v, clamped = c.decl.Min, true
-	} else if v > c.decl.Max {
-		v, clamped = c.decl.Max, true
-	}
-	m := math.Round(v / c.grid)
-	if lo := math.Ceil(c.decl.Min / c.grid); m < lo {
-		m = lo
-	} else if hi := math.Floor(c.decl.Max / c.grid); m > hi {
-		m = hi
-	}
-	return m * c.grid, clamped
+	clamped := v < c.decl.Min || v > c.decl.Max
+	v = math.Max(c.lo, math.Min(c.hi, v))
+	return math.RoundToEven(v/c.grid) * c.grid, clamped
 }
 
 // resolveDomain parses the declared domain of c.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ type row struct {
 	x *int64  // int [−50, 100]; data beyond
 	f fval    // float8 [−2, 3]
 	n nval    // numeric, declared float [−1000, 1000]
+	r fval    // real (float4), declared float [−2, 3]
 }
 
 // fval is a float8 value: NULL, NaN, or a number (±Inf included).
@@ -56,6 +58,10 @@ var fValues = []float64{
 	0x1p-39, -0x1p-39, 3 * 0x1p-39, -3 * 0x1p-39, 0x1p-39 - 0x1p-92, 1 + 0x1p-39, 1 + 3*0x1p-40,
 	5e-324, -5e-324, 1e-300, math.Inf(1), math.Inf(-1), math.MaxFloat64,
 }
+
+// fLiterals are the numbers WHERE compares f and r with; values near them are drawn too,
+// so that the raw thresholds of floatCond (half a grid step either side) are hit.
+var fLiterals = []float64{0.5, -1.25, 2.9999999999999996, 0x1p-38, 2.5, 1, 3, -2, 0, 0.1, 1.0 / 3, 2.75}
 
 var nTexts = []string{"0", "1.5", "-999.999", "1000", "1000.0000000000001", "-1001", "1e400", "-1e400", "0.1", "123.456789012345678901234567890", "NaN"}
 
@@ -86,14 +92,9 @@ func genRow(units int, intUnit bool) *rapid.Generator[row] {
 			x := rapid.SampledFrom([]int64{-80, -51, -50, -49, 0, 1, 2, 3, 50, 99, 100, 101, 130}).Draw(t, "x")
 			r.x = &x
 		}
-		switch rapid.IntRange(0, 7).Draw(t, "fKind") {
-		case 0:
-			r.f.null = true
-		case 1:
-			r.f.nan = true
-		default:
-			r.f.v = rapid.SampledFrom(fValues).Draw(t, "f")
-		}
+		r.f = genFloat(t, "f")
+		r.r = genFloat(t, "r")
+		r.r.v = float64(float32(r.r.v))
 		if rapid.IntRange(0, 6).Draw(t, "nNull") == 0 {
 			r.n.null = true
 		} else {
@@ -101,6 +102,20 @@ func genRow(units int, intUnit bool) *rapid.Generator[row] {
 		}
 		return r
 	})
+}
+
+// genFloat draws a float value: NULL, NaN, one of fValues, or a literal of fLiterals
+// moved by a multiple of a quarter grid step (2^-40).
+func genFloat(t *rapid.T, name string) fval {
+	switch rapid.IntRange(0, 9).Draw(t, name+"Kind") {
+	case 0:
+		return fval{null: true}
+	case 1:
+		return fval{nan: true}
+	case 2, 3, 4:
+		return fval{v: rapid.SampledFrom(fLiterals).Draw(t, name+"Lit") + float64(rapid.IntRange(-4, 4).Draw(t, name+"Quarters"))*0x1p-40}
+	}
+	return fval{v: rapid.SampledFrom(fValues).Draw(t, name)}
 }
 
 func schemaOf(intUnit bool, unit *query.PrivacyUnit) query.Schema {
@@ -117,6 +132,7 @@ func schemaOf(intUnit bool, unit *query.PrivacyUnit) query.Schema {
 		{Name: "x", Type: query.Int, Min: -50, Max: 100},
 		{Name: "f", Type: query.Float, Min: -2, Max: 3},
 		{Name: "n", Type: query.Float, Min: -1000, Max: 1000},
+		{Name: "r", Type: query.Float, Min: -2, Max: 3},
 	}, Unit: unit}
 	if !intUnit {
 		s.Columns[0].Min, s.Columns[0].Max = 0, 0
@@ -129,7 +145,7 @@ func schemaOf(intUnit bool, unit *query.PrivacyUnit) query.Schema {
 // that parse to ±Inf (clamped).
 func csvOf(rows []row) string {
 	var b strings.Builder
-	b.WriteString("u,g,k,h,s,x,f,n\n")
+	b.WriteString("u,g,k,h,s,x,f,n,r\n")
 	q := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	num := func(v *int64) string {
 		if v == nil {
@@ -142,24 +158,43 @@ func csvOf(rows []row) string {
 		if r.s != nil {
 			s = *r.s
 		}
-		f := ""
-		switch {
-		case r.f.null, r.f.nan:
-		case math.IsInf(r.f.v, 1):
-			f = "1e999"
-		case math.IsInf(r.f.v, -1):
-			f = "-1e999"
-		default:
-			f = strconv.FormatFloat(r.f.v, 'g', -1, 64)
-		}
+		f, rr := floatCSV(r.f), floatCSV(r.r)
 		n := r.n.text
 		if r.n.null || n == "NaN" {
 			n = ""
 		}
 		u := q(r.u)
-		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%s,%s,%s\n", u, q(r.g), num(r.k), num(r.h), q(s), num(r.x), f, n)
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", u, q(r.g), num(r.k), num(r.h), q(s), num(r.x), f, n, rr)
 	}
 	return b.String()
+}
+
+// floatCSV is a float value as a CSV field.
+func floatCSV(f fval) string {
+	switch {
+	case f.null, f.nan:
+		return ""
+	case math.IsInf(f.v, 1):
+		return "1e999"
+	case math.IsInf(f.v, -1):
+		return "-1e999"
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+// sqlFloat is a float value as a query argument of a real column (float32) or not.
+func sqlFloat(f fval, real bool) any {
+	switch {
+	case f.null:
+		return nil
+	case f.nan && real:
+		return float32(math.NaN())
+	case f.nan:
+		return math.NaN()
+	case real:
+		return float32(f.v)
+	}
+	return f.v
 }
 
 // load creates table name with the rows in the database at url.
@@ -173,7 +208,7 @@ func load(ctx context.Context, t interface{ Fatal(...any) }, url, name string, r
 	if intUnit {
 		ut = "bigint"
 	}
-	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+name+"; CREATE TABLE "+name+" (u "+ut+", g text, k integer, h bigint, s text, x smallint, f double precision, n numeric)"); err != nil {
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+name+"; CREATE TABLE "+name+" (u "+ut+", g text, k integer, h bigint, s text, x smallint, f double precision, n numeric, r real)"); err != nil {
 		t.Fatal(err)
 	}
 	for start := 0; start < len(rows); start += 50 {
@@ -181,13 +216,7 @@ func load(ctx context.Context, t interface{ Fatal(...any) }, url, name string, r
 		var vals []string
 		var args []any
 		for _, r := range batch {
-			var f, n any
-			if !r.f.null {
-				f = r.f.v
-				if r.f.nan {
-					f = math.NaN()
-				}
-			}
+			var n any
 			if !r.n.null {
 				n = r.n.text
 			}
@@ -201,8 +230,8 @@ func load(ctx context.Context, t interface{ Fatal(...any) }, url, name string, r
 				u, _ = strconv.ParseInt(r.u, 10, 64)
 			}
 			b := len(args)
-			vals = append(vals, fmt.Sprintf("($%d, $%d, $%d, $%d, $%d, $%d, $%d, CAST($%d AS numeric))", b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8))
-			args = append(args, u, r.g, r.k, r.h, r.s, x, f, n)
+			vals = append(vals, fmt.Sprintf("($%d, $%d, $%d, $%d, $%d, $%d, $%d, CAST($%d AS numeric), $%d)", b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9))
+			args = append(args, u, r.g, r.k, r.h, r.s, x, sqlFloat(r.f, false), n, sqlFloat(r.r, true))
 		}
 		if _, err := conn.Exec(ctx, "INSERT INTO "+name+" VALUES "+strings.Join(vals, ", "), args...); err != nil {
 			t.Fatal(err)
@@ -213,7 +242,7 @@ func load(ctx context.Context, t interface{ Fatal(...any) }, url, name string, r
 // genQuery returns a random query of COUNT, SUM and AVG aggregates with a random WHERE
 // clause and GROUP BY.
 var genQuery = rapid.Custom(func(t *rapid.T) string {
-	aggs := rapid.SliceOfN(rapid.SampledFrom([]string{"COUNT(*)", "SUM(x)", "SUM(f)", "SUM(n)", "AVG(x)", "AVG(f)", "AVG(n)"}), 1, 3).Draw(t, "aggs")
+	aggs := rapid.SliceOfN(rapid.SampledFrom([]string{"COUNT(*)", "SUM(x)", "SUM(f)", "SUM(n)", "SUM(r)", "AVG(x)", "AVG(f)", "AVG(n)", "AVG(r)"}), 1, 3).Draw(t, "aggs")
 	sql := "SELECT " + strings.Join(aggs, ", ") + " FROM t"
 	if rapid.Bool().Draw(t, "hasWhere") {
 		sql += " WHERE " + genCond(2).Draw(t, "where")
@@ -230,14 +259,20 @@ func genCond(depth int) *rapid.Generator[string] {
 			op := rapid.SampledFrom([]string{"AND", "OR"}).Draw(t, "logic")
 			return "(" + genCond(depth-1).Draw(t, "a") + " " + op + " " + genCond(depth-1).Draw(t, "b") + ")"
 		}
-		col := rapid.SampledFrom([]string{"g", "s", "k", "h", "x", "f", "n"}).Draw(t, "col")
+		col := rapid.SampledFrom([]string{"g", "s", "k", "h", "x", "f", "n", "r"}).Draw(t, "col")
 		op := rapid.SampledFrom([]string{"=", "!=", "<>", "<", "<=", ">", ">="}).Draw(t, "op")
 		var lit string
 		switch col {
 		case "g", "s":
 			lit = "'" + strings.ReplaceAll(rapid.SampledFrom([]string{"a", "b", "d", "", "x", "é", "a'b", "X"}).Draw(t, "str"), "'", "''") + "'"
-		case "f":
-			lit = strconv.FormatFloat(rapid.SampledFrom(append([]float64{0.5, -1.25, 2.9999999999999996, 0x1p-38, 2.5}, fValues[:12]...)).Draw(t, "fl"), 'g', -1, 64)
+		case "f", "r":
+			lits := slices.Clone(fLiterals)
+			for _, v := range fValues {
+				if !math.IsInf(v, 0) {
+					lits = append(lits, v)
+				}
+			}
+			lit = strconv.FormatFloat(rapid.SampledFrom(lits).Draw(t, "fl"), 'g', -1, 64)
 		default:
 			lit = strconv.FormatFloat(float64(rapid.IntRange(-24, 420).Draw(t, "n"))/4, 'g', -1, 64)
 		}
@@ -306,4 +341,59 @@ func dump(gs []*query.GroupExact) string {
 		b.WriteString(g.String() + "\n")
 	}
 	return b.String()
+}
+
+// TestComparisonsExhaustive: every comparison operator with every literal of a list,
+// against columns holding values at and around each literal (a quarter of the float grid
+// step apart, integers beyond the bounds), gives the same rows in PostgreSQL as in
+// memory — the raw thresholds of the SQL executor (half a grid step from the literal,
+// strict or not by the parity of the grid index) checked one by one, which the random
+// test above reaches only now and then.
+func TestComparisonsExhaustive(t *testing.T) {
+	url := pgtest.Schema(t, "pushdown_cmp_")
+	ctx := context.Background()
+	var rows []row
+	x := func(v int64) *int64 { return &v }
+	for _, l := range fLiterals {
+		for k := -4; k <= 4; k++ {
+			v := l + float64(k)*0x1p-40
+			rows = append(rows, row{u: "u", g: "a", x: x(int64(k * 30)), k: x(int64(k)), f: fval{v: v}, r: fval{v: float64(float32(v))}, n: nval{text: strconv.FormatFloat(v*300, 'g', -1, 64)}})
+		}
+	}
+	rows = append(rows, row{u: "u", g: "a", f: fval{nan: true}, r: fval{null: true}, n: nval{text: "NaN"}},
+		row{u: "u", g: "a", f: fval{v: math.Inf(1)}, r: fval{v: math.Inf(-1)}, n: nval{text: "1e400"}})
+	load(ctx, t, url, "t", rows, false)
+	schema := schemaOf(false, nil)
+	mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := Open(ctx, Source{URL: url, Name: "t"}, schema, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	lits := map[string][]float64{"f": fLiterals, "r": fLiterals, "n": {0, 150, -375, 300, 1000, 999.9999999999999, -1000}, "x": {-120.25, -50, -49.5, 0, 30, 100, 100.5, 120}, "k": {-1, 0, 0.5, 2, 4, 4.25, 5}}
+	for col, ls := range lits {
+		for _, l := range ls {
+			for _, op := range []string{"=", "!=", "<", "<=", ">", ">="} {
+				sql := fmt.Sprintf("SELECT COUNT(*), SUM(f) FROM t WHERE %s %s %s", col, op, strconv.FormatFloat(l, 'g', -1, 64))
+				p, err := query.PrepareSchema(schema, "t", sql, sensitivity.AddRemove)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := p.Collect(ctx, mem, query.Seed{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.Collect(ctx, live, query.Seed{})
+				if err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+				if got[0].String() != want[0].String() {
+					t.Errorf("%s: PostgreSQL %s, in memory %s", sql, got[0], want[0])
+				}
+			}
+		}
+	}
 }
