@@ -241,6 +241,10 @@ func (m *Quantile) sample(n int, at func(int) int64, src noise.Source) (float64,
 // it is at the last non-empty run with k ≤ ⌊p·n⌋ or the first with k ≥ ⌈p·n⌉.
 func (r *quantileRuns) setQmax() {
 	fl := new(big.Int).Quo(r.pn.Num(), r.pn.Denom()).Int64() // ⌊p·n⌋ (p·n ≥ 0)
+	ce := fl                                                   // ⌈p·n⌉
+	if !r.pn.IsInt() {
+		ce++
+	}
 	var cands []int
 	for k := min(int(fl), r.n); k >= 0; k-- {
 		if r.count(k) > 0 {
@@ -248,7 +252,7 @@ func (r *quantileRuns) setQmax() {
 			break
 		}
 	}
-	for k := int(fl); k <= r.n; k++ {
+	for k := int(ce); k <= r.n; k++ {
 		if k >= 0 && r.count(k) > 0 {
 			cands = append(cands, k)
 			break

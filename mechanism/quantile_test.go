@@ -88,6 +88,10 @@ func TestQuantileDistribution(t *testing.T) {
 		{"int p=0.9 ε=0.3", QuantileOptions{Epsilon: 0.3, Sensitivity: 2, P: 0.9, Lower: -5, Upper: 15, Step: 1}, []float64{-5, 0, 1, 2, 2, 9, 14}},
 		{"fine grid", QuantileOptions{Epsilon: 2, Sensitivity: 1, P: 0.9, Lower: 0, Upper: 1, Step: 0x1p-12}, clustered(30, 0.5, 0x1p-8)},
 		{"peaked", QuantileOptions{Epsilon: 40, Sensitivity: 1, P: 0.5, Lower: 0, Upper: 50, Step: 1}, []float64{10, 11, 12, 30, 31, 32, 33}},
+		// ⌈p·n⌉ = 1 is the best run while ⌊p·n⌋ = 0 is not (|1 − 0.6| < |0 − 0.6|): the
+		// maximum utility was searched from ⌊p·n⌋ only, so every release was refused as
+		// "a Bernoulli probability above 1" (found by the service's FuzzQueryBody).
+		{"best run at ⌈p·n⌉", QuantileOptions{Epsilon: 10, Sensitivity: 1, P: 0.2, Lower: 0, Upper: 30, Step: 1}, []float64{5, 12, 25}},
 		{"empty", QuantileOptions{Epsilon: 1, Sensitivity: 1, P: 0.5, Lower: 0, Upper: 30, Step: 1}, nil},
 		{"p=0", QuantileOptions{Epsilon: 1, Sensitivity: 1, P: 0, Lower: 0, Upper: 10, Step: 1}, []float64{4, 5, 6}},
 		{"p=1", QuantileOptions{Epsilon: 1, Sensitivity: 1, P: 1, Lower: 0, Upper: 10, Step: 1}, []float64{4, 5, 6}},
