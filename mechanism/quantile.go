@@ -241,7 +241,7 @@ func (m *Quantile) sample(n int, at func(int) int64, src noise.Source) (float64,
 // it is at the last non-empty run with k ≤ ⌊p·n⌋ or the first with k ≥ ⌈p·n⌉.
 func (r *quantileRuns) setQmax() {
 	fl := new(big.Int).Quo(r.pn.Num(), r.pn.Denom()).Int64() // ⌊p·n⌋ (p·n ≥ 0)
-	ce := fl                                                   // ⌈p·n⌉
+	ce := fl                                                 // ⌈p·n⌉
 	if !r.pn.IsInt() {
 		ce++
 	}
