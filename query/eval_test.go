@@ -87,7 +87,7 @@ func (c *refCond) sql() string {
 	return fmt.Sprintf("%s %s %s", c.col, c.op, strconv.FormatFloat(c.num, 'g', -1, 64))
 }
 
-func cmp[T int | float64 | string](a T, op string, b T) bool {
+func compareWith[T int | float64 | string](a T, op string, b T) bool {
 	switch op {
 	case "=":
 		return a == b
@@ -112,15 +112,15 @@ func (c *refCond) eval(r refRow) bool {
 	}
 	switch c.col {
 	case "g":
-		return cmp(r.g, c.op, c.str)
+		return compareWith(r.g, c.op, c.str)
 	case "u":
-		return cmp(r.u, c.op, c.str)
+		return compareWith(r.u, c.op, c.str)
 	case "k":
-		return cmp(float64(r.k), c.op, c.num)
+		return compareWith(float64(r.k), c.op, c.num)
 	case "x":
-		return cmp(float64(r.x), c.op, c.num)
+		return compareWith(float64(r.x), c.op, c.num)
 	}
-	return cmp(r.f, c.op, c.num)
+	return compareWith(r.f, c.op, c.num)
 }
 
 func genCond(depth int) *rapid.Generator[*refCond] {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"math"
 	"math/big"
 	"slices"
@@ -109,9 +110,9 @@ func sortByKey[T any](p *Plan, items []T, key func(T) []string) {
 			var d int
 			switch c := &p.schema.Columns[p.b.groups[j]]; {
 			case p.domains[j] != nil:
-				d = cmpOrder(int64(kx.idx[j]), int64(ky.idx[j]))
+				d = cmp.Compare(int64(kx.idx[j]), int64(ky.idx[j]))
 			case c.Type == Int:
-				d = cmpOrder(kx.num[j], ky.num[j])
+				d = cmp.Compare(kx.num[j], ky.num[j])
 			default:
 				d = strings.Compare(kx.text[j], ky.text[j])
 			}
@@ -126,17 +127,6 @@ func sortByKey[T any](p *Plan, items []T, key func(T) []string) {
 		sorted[i] = items[o]
 	}
 	copy(items, sorted)
-}
-
-// cmpOrder compares two ordered values (−1, 0, +1).
-func cmpOrder[T int64 | uint64 | string](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // aggColumn returns the declared column of aggregate i (nil for COUNT and HISTOGRAM).

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -139,7 +140,7 @@ func (ub *unitBound) groupValues(h *hashText, s int32) {
 func (ub *unitBound) keepRows(m int) {
 	ub.rowKeys()
 	sorted := slices.Clone(ub.rows)
-	slices.SortStableFunc(sorted, func(a, b int32) int { return cmpOrder(ub.keys[a], ub.keys[b]) })
+	slices.SortStableFunc(sorted, func(a, b int32) int { return cmp.Compare(ub.keys[a], ub.keys[b]) })
 	for _, r := range sorted[m:] {
 		ub.slots[r] = -1
 	}
@@ -172,7 +173,7 @@ func (ub *unitBound) keepGroups(maxGroups, perGroup int) {
 			ub.groupValues(h, hs[i].slot)
 			hs[i].key = h.key()
 		}
-		slices.SortStableFunc(hs, func(a, b held) int { return cmpOrder(a.key, b.key) })
+		slices.SortStableFunc(hs, func(a, b held) int { return cmp.Compare(a.key, b.key) })
 		for _, h := range hs[maxGroups:] {
 			for _, r := range ub.rows {
 				if ub.slots[r] == h.slot {
@@ -192,7 +193,7 @@ func (ub *unitBound) keepGroups(maxGroups, perGroup int) {
 				in = append(in, r)
 			}
 		}
-		slices.SortStableFunc(in, func(a, b int32) int { return cmpOrder(ub.keys[a], ub.keys[b]) })
+		slices.SortStableFunc(in, func(a, b int32) int { return cmp.Compare(ub.keys[a], ub.keys[b]) })
 		for _, r := range in[perGroup:] {
 			ub.slots[r] = -1
 		}
