@@ -24,7 +24,7 @@ func (c *Curve) Breakpoints() ([]dpkit.Budget, error) {
 	if g := c.mechs; len(g) == 1 && g[0].Epsilon > 0 {
 		k := g[0].Count
 		if k/2+1 > MaxBreakpoints {
-			return nil, &dpkit.ParamError{Name: "count", Value: k, Want: "at most 2·10^6 releases for a full boundary"}
+			return nil, &dpkit.ParamError{Pkg: "compose", Name: "count", Value: k, Want: "at most 2·10^6 releases for a full boundary"}
 		}
 		for i := int64(0); i <= k/2; i++ {
 			eps = append(eps, float64(k-2*i)*g[0].Epsilon)
@@ -34,7 +34,7 @@ func (c *Curve) Breakpoints() ([]dpkit.Budget, error) {
 			eps = append(eps, c.upper.Loss[i])
 		}
 		if len(eps) > MaxBreakpoints {
-			return nil, &dpkit.ParamError{Name: "mechanisms", Value: len(eps), Want: "a privacy-loss support of at most 10^6 points for a full boundary"}
+			return nil, &dpkit.ParamError{Pkg: "compose", Name: "mechanisms", Value: len(eps), Want: "a privacy-loss support of at most 10^6 points for a full boundary"}
 		}
 		eps = append(eps, 0)
 	}

@@ -60,7 +60,7 @@ func EpsilonBy(th Theorem, ms []Mech, delta float64, opts *Options) (Result, err
 		return Result{}, err
 	}
 	if err := dpkit.CheckDelta("delta", delta); err != nil {
-		return Result{}, err
+		return Result{}, dpkit.InPackage("compose", err)
 	}
 	s := newStats(ms)
 	var eps float64
@@ -104,7 +104,7 @@ func DeltaBy(th Theorem, ms []Mech, eps float64, opts *Options) (Result, error) 
 		return Result{}, err
 	}
 	if err := dpkit.CheckEpsilon("epsilon", eps); err != nil {
-		return Result{}, err
+		return Result{}, dpkit.InPackage("compose", err)
 	}
 	s := newStats(ms)
 	delta := 1.0
@@ -152,7 +152,7 @@ func ParseTheorem(s string) (Theorem, error) {
 }
 
 func unknownTheorem(th Theorem) error {
-	return &dpkit.ParamError{Name: "theorem", Value: string(th), Want: "one of basic, drv, kov, exact"}
+	return &dpkit.ParamError{Pkg: "compose", Name: "theorem", Value: string(th), Want: "one of basic, drv, kov, exact"}
 }
 
 func infeasible(format string, args ...any) error {

@@ -26,19 +26,19 @@ func (m Mech) String() string { return fmt.Sprintf("%d×(ε=%g, δ=%g)", m.Count
 // parameter names in the error (e.g. "mech[2]").
 func (m Mech) Validate(name string) error {
 	if err := dpkit.CheckEpsilon(name+".epsilon", m.Epsilon); err != nil {
-		return err
+		return dpkit.InPackage("compose", err)
 	}
 	if err := dpkit.CheckDelta(name+".delta", m.Delta); err != nil {
-		return err
+		return dpkit.InPackage("compose", err)
 	}
-	return dpkit.CheckCount(name+".count", m.Count, MaxCount)
+	return dpkit.InPackage("compose", dpkit.CheckCount(name+".count", m.Count, MaxCount))
 }
 
 // validate checks a workload: at least one mechanism, each valid, and a total count
 // within MaxCount.
 func validate(ms []Mech) error {
 	if len(ms) == 0 {
-		return &dpkit.ParamError{Name: "mechanisms", Value: 0, Want: "at least one (ε, δ) mechanism"}
+		return &dpkit.ParamError{Pkg: "compose", Name: "mechanisms", Value: 0, Want: "at least one (ε, δ) mechanism"}
 	}
 	var total int64
 	for i, m := range ms {
@@ -47,7 +47,7 @@ func validate(ms []Mech) error {
 		}
 		total += m.Count
 		if total > MaxCount {
-			return &dpkit.ParamError{Name: "total count", Value: total, Want: fmt.Sprintf("at most %d releases", int64(MaxCount))}
+			return &dpkit.ParamError{Pkg: "compose", Name: "total_count", Value: total, Want: fmt.Sprintf("at most %d releases", int64(MaxCount))}
 		}
 	}
 	return nil

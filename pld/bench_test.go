@@ -9,11 +9,15 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-func benchCompose(b *testing.B, items []Item) {
+// benchCompose composes items at δ = 1e-5 with tolerance 1e-3 (pld's default before the
+// adaptive one; the rows of docs/benchmarks.md are measured so).
+func benchCompose(b *testing.B, items []Item) { benchComposeTol(b, items, 1e-3) }
+
+func benchComposeTol(b *testing.B, items []Item, tol float64) {
 	b.Helper()
 	var w float64
 	for b.Loop() {
-		c, err := Compose(items, &Options{Delta: 1e-5})
+		c, err := Compose(items, &Options{Delta: 1e-5, Tolerance: tol})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -73,6 +77,18 @@ func BenchmarkHeterogeneous(b *testing.B) {
 		}
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) { benchCompose(b, items) })
 	}
+}
+
+// BenchmarkExtreme: the workloads of issue 24 that once took minutes or gigabytes, at
+// tolerance 1e-2 (10^12-fold Laplace and subsampled Gaussian) and the adaptive default
+// (10^4 heterogeneous releases).
+func BenchmarkExtreme(b *testing.B) {
+	b.Run("laplace-scale1e6/k=1e12", func(b *testing.B) {
+		benchComposeTol(b, []Item{{Laplace{Scale: 1e6, Sensitivity: 1}, 1_000_000_000_000}}, 1e-2)
+	})
+	b.Run("subsampled-gaussian-q1e-4/k=1e12", func(b *testing.B) {
+		benchComposeTol(b, []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 1, Sensitivity: 1}, Rate: 1e-4}, 1_000_000_000_000}}, 1e-2)
+	})
 }
 
 // BenchmarkRealFFT: the real transform the convolutions use (fft.go) against gonum's

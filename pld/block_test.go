@@ -2,27 +2,25 @@ package pld
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"pgregory.net/rapid"
 )
 
 // exactCanonical returns the exact loss distribution of composing the canonical (ε, δ)
-// pairs of es (KOV eq. 17/18), enumerated by Product without pruning; the pair masses
-// are computed here independently of EpsilonDelta.specs.
-func exactCanonical(t *rapid.T, es, ds []float64) *Discrete {
-	var acc *Discrete
+// pairs of es (KOV eq. 17/18), enumerated pair by pair (enum); the pair masses are
+// computed here independently of EpsilonDelta.specs.
+func exactCanonical(es, ds []float64) enum {
+	var acc enum
 	for i, e := range es {
 		hi := (1 - ds[i]) * math.Exp(e) / (1 + math.Exp(e))
 		lo := (1 - ds[i]) / (1 + math.Exp(e))
-		d, err := NewDiscrete([]float64{-e, e}, []float64{lo, hi}, ds[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if acc == nil {
+		d := enumOf([]float64{-e, e}, []float64{lo, hi}, ds[i])
+		if i == 0 {
 			acc = d
 		} else {
-			acc = Product(acc, d, 0, true)
+			acc = acc.compose(d)
 		}
 	}
 	return acc
@@ -44,7 +42,7 @@ func TestBlocksBracketExact(t *testing.T) {
 			}
 			items = append(items, Item{EpsilonDelta{Epsilon: es[i], Delta: ds[i]}, 1})
 		}
-		exact := exactCanonical(t, es, ds)
+		exact := exactCanonical(es, ds)
 		h := rapid.Float64Range(1e-4, 0.2).Draw(t, "h")
 		bl := blocks(items)
 		if len(bl) != 1 {
@@ -60,7 +58,7 @@ func TestBlocksBracketExact(t *testing.T) {
 			total += e
 		}
 		for _, eps := range []float64{0, h, 0.37 * total, 0.5 * total, 0.9 * total} {
-			want := exact.Delta(eps)
+			want := exact.delta(eps)
 			slack := 1e-12*want + 1e-300
 			up, lo := p.Delta(eps)
 			if up < want-slack || lo > want+slack {
@@ -114,32 +112,27 @@ func gaussHockey(mu, e float64) float64 {
 
 // A comb (a repeated (ε, 0) pair self-composed on its own lattice) is composed with a
 // smooth partner before it is put on the common lattice: a block when there is one, a
-// share of the Gaussian otherwise. Both paths must bracket the exact curve: the
-// binomial times the block's enumeration (Product), and Σ_j p_j·δ_G(ε − l_j) over the
-// binomial's atoms for the Gaussian.
+// share of the Gaussian otherwise. Both paths must bracket the exact curve, enumerated
+// here: the binomial (binomialEnum) times the block's sums, and Σ_j p_j·δ_G(ε − l_j)
+// over the two binomials' atoms for the Gaussian.
 func TestCombPartnersBracketExact(t *testing.T) {
-	comb, _ := CanonicalComposition(0.01, 5000, TailFine)
+	comb := binomialEnum(0.01, 5000)
 	// Comb + block of 12 distinct ε.
 	items := []Item{{EpsilonDelta{Epsilon: 0.01}, 5000}}
-	var block *Discrete
+	var es, ds []float64
 	for i := range 12 {
 		e := 0.02 + 0.003*float64(i)
 		items = append(items, Item{EpsilonDelta{Epsilon: e}, 1})
-		d, _ := NewDiscrete([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
-		if block == nil {
-			block = d
-		} else {
-			block = Product(block, d, 0, true)
-		}
+		es, ds = append(es, e), append(ds, 0)
 	}
-	exact := Product(comb, block, 0, true)
+	exact := comb.compose(exactCanonical(es, ds))
 	c, err := Compose(items, &Options{Tolerance: 1e-4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, eps := range []float64{0.3, 1, 2, 3.5} {
-		want := exact.Delta(eps)
-		if up, lo, _ := c.Delta(eps); up < want*(1-1e-12) || lo > want*(1+1e-12) {
+		want := exact.delta(eps)
+		if up, lo, _ := c.Delta(eps); up < want*(1-1e-9) || lo > want*(1+1e-9) {
 			t.Errorf("comb+block, ε=%g: [%.15g, %.15g] misses exact %.15g", eps, lo, up, want)
 		}
 	}
@@ -152,12 +145,11 @@ func TestCombPartnersBracketExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comb2, _ := CanonicalComposition(0.013, 7000, TailFine)
-	both := Product(comb, comb2, 1e-300, true)
+	both := comb.compose(binomialEnum(0.013, 7000))
 	for _, eps := range []float64{0.5, 1.5, 3} {
 		want := 0.0
-		for j, l := range both.Loss {
-			want += both.Mass[j] * gaussHockey(0.5, eps-l)
+		for l, m := range both.atoms {
+			want += m * gaussHockey(0.5, eps-l)
 		}
 		if up, lo, _ := c.Delta(eps); up < want*(1-1e-9) || lo > want*(1+1e-9) {
 			t.Errorf("combs+Gaussian, ε=%g: [%.15g, %.15g] misses exact %.15g", eps, lo, up, want)
@@ -169,30 +161,27 @@ func TestCombPartnersBracketExact(t *testing.T) {
 }
 
 // Few-atom mechanisms on multiples of one unit (0.01, 0.02, 0.05) compose on a lattice
-// aligned with it, with no re-discretisation: the bracket is the exact product of the
-// binomials (Product of CanonicalComposition) up to rounding, at tolerance 1e-9.
+// aligned with it, with no re-discretisation: the bracket is exact up to rounding, at
+// tolerance 1e-9, against the 50-digit values of testdata/reference.json ("commensurate").
 func TestCommensurateExact(t *testing.T) {
-	es, ks := []float64{0.01, 0.02, 0.05}, []int64{120, 90, 60}
-	var exact *Discrete
-	var items []Item
-	for i, e := range es {
-		u, _ := CanonicalComposition(e, ks[i], TailFine)
-		if exact == nil {
-			exact = u
-		} else {
-			exact = Product(exact, u, 0, true)
+	var ref refCase
+	for _, c := range loadPLDReference(t) {
+		if c.Name == "commensurate" {
+			ref = c
 		}
-		items = append(items, Item{EpsilonDelta{Epsilon: e}, ks[i]})
 	}
-	c, err := Compose(items, &Options{Tolerance: 1e-9})
+	c, err := Compose(ref.items(), &Options{Tolerance: 1e-9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, eps := range []float64{0, 0.5, 1.2, 2.5} {
-		want := exact.Delta(eps)
-		up, lo, _ := c.Delta(eps)
+	for _, tg := range ref.Targets {
+		if tg.Kind != "delta_at_eps" {
+			continue
+		}
+		want, _ := strconv.ParseFloat(tg.Want, 64)
+		up, lo, _ := c.Delta(tg.Eps)
 		if up < want*(1-1e-11) || lo > want*(1+1e-11) || (up-lo) > 1e-9*want {
-			t.Errorf("ε=%g: [%.15g, %.15g] vs exact %.15g", eps, lo, up, want)
+			t.Errorf("ε=%g: [%.15g, %.15g] vs exact %.15g", tg.Eps, lo, up, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dpkit/dpkit"
+	"gonum.org/v1/gonum/floats/scalar"
 )
 
 // GaussianMu inverts the closed form: μ = 1 meets ε = 4.3771780957 at δ = 1e-5 (issue
@@ -14,7 +15,7 @@ func TestGaussianMu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(mu-1) > 1e-9 {
+	if !scalar.EqualWithinAbs(mu, 1, 1e-9) {
 		t.Errorf("μ = %.12g, want 1", mu)
 	}
 	if _, err := GaussianMu(1, 0); err == nil {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/floats/scalar"
 )
 
 // TestRealFFTAgainstDoubleDouble: the float64 real transform and its inverse against
@@ -94,7 +96,7 @@ func TestRealFFTIndex(t *testing.T) {
 				if i == j {
 					want = float64(n)
 				}
-				if math.Abs(v-want) > 1e-12*float64(n) {
+				if !scalar.EqualWithinAbs(v, want, 1e-12*float64(n)) {
 					t.Fatalf("n=%d impulse %d: inverse[%d] = %g, want %g", n, j, i, v, want)
 				}
 			}
@@ -141,7 +143,7 @@ func TestLargeFFTPlan(t *testing.T) {
 			out := make([]float64, 8)
 			p.inverse(X, out, z)
 			for i, v := range out {
-				if want := float64(n) * x[i]; math.Abs(v-want) > 1e-9 {
+				if want := float64(n) * x[i]; !scalar.EqualWithinAbs(v, want, 1e-9) {
 					t.Fatalf("inverse[%d] = %g, want %g", i, v, want)
 				}
 			}

@@ -3,6 +3,8 @@ package pld
 import (
 	"math"
 	"testing"
+
+	"gonum.org/v1/gonum/floats/scalar"
 )
 
 // Randomized response with ε = ln 3 (P0 = (3/4, 1/4), P1 = (1/4, 3/4)): losses ±ln 3 with
@@ -14,7 +16,7 @@ func TestDiscreteRandomizedResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ eps, want float64 }{{0, 0.5}, {math.Log(2), 0.25}, {math.Log(3), 0}} {
-		if got := d.Delta(c.eps); math.Abs(got-c.want) > 1e-15 {
+		if got := d.Delta(c.eps); !scalar.EqualWithinAbs(got, c.want, 1e-15) {
 			t.Errorf("δ(%v) = %v, want %v", c.eps, got, c.want)
 		}
 	}
@@ -54,14 +56,20 @@ func TestConvolveFFTWithinErr(t *testing.T) {
 	}
 }
 
-// Upper and lower lattice curves bracket the exact binomial curve.
+// Upper and lower lattice curves bracket the exact binomial curve (enumerated by the
+// binomial formula, binomialEnum) and CanonicalComposition's window bracket.
 func TestLatticeBrackets(t *testing.T) {
+	exact := binomialEnum(0.01234, 500)
 	up, lo := CanonicalComposition(0.01234, 500, TailFine)
 	lu := CanonicalLattice(0.01234, 500, 1e-4, true).Discrete(true)
 	ll := CanonicalLattice(0.01234, 500, 1e-4, false).Discrete(false)
 	for _, e := range []float64{0, 0.2, 0.5, 1} {
-		if !(ll.Delta(e) <= up.Delta(e) && lo.Delta(e) <= lu.Delta(e) && ll.Delta(e) < lu.Delta(e)) {
-			t.Errorf("ε=%v: lattice [%v, %v] does not bracket exact [%v, %v]", e, ll.Delta(e), lu.Delta(e), lo.Delta(e), up.Delta(e))
+		want := exact.delta(e)
+		if !(ll.Delta(e) <= want*(1+1e-9) && want*(1-1e-9) <= lu.Delta(e) && ll.Delta(e) < lu.Delta(e)) {
+			t.Errorf("ε=%v: lattice [%v, %v] does not bracket the binomial %v", e, ll.Delta(e), lu.Delta(e), want)
+		}
+		if !(lo.Delta(e) <= want*(1+1e-9) && want*(1-1e-9) <= up.Delta(e)) {
+			t.Errorf("ε=%v: window [%v, %v] does not bracket the binomial %v", e, lo.Delta(e), up.Delta(e), want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"testing"
 )
@@ -145,4 +146,82 @@ func checkRefBracket(t *testing.T, what string, up, lo, want float64) {
 	if lo > want*(1+refSlack)+1e-300 {
 		t.Errorf("%s lower %.17g above the reference %.17g", what, lo, want)
 	}
+}
+
+// enum is a finite loss distribution for test references — atoms (loss → P-mass) and the
+// mass at +∞ — composed by enumerating every pair and evaluated term by term: code that
+// shares nothing with Product, CanonicalComposition or Discrete.Delta, which the
+// references of the package's own tests must not be (issue 18).
+type enum struct {
+	atoms map[float64]float64
+	inf   float64
+}
+
+// enumOf returns the distribution of atoms at losses with P-masses, and inf at +∞.
+func enumOf(loss, mass []float64, inf float64) enum {
+	e := enum{atoms: map[float64]float64{}, inf: inf}
+	for i, l := range loss {
+		e.atoms[l] += mass[i]
+	}
+	return e
+}
+
+// compose returns the distribution of the sum of independent losses (KOV's product of
+// pairs): masses multiply, and +∞ absorbs: inf = a.inf·(b.inf + b.fin) + a.fin·b.inf.
+func (a enum) compose(b enum) enum {
+	out := enum{atoms: map[float64]float64{}}
+	var finA, finB float64
+	for la, ma := range a.atoms {
+		finA += ma
+		for lb, mb := range b.atoms {
+			out.atoms[la+lb] += ma * mb
+		}
+	}
+	for _, mb := range b.atoms {
+		finB += mb
+	}
+	out.inf = a.inf*(b.inf+finB) + finA*b.inf
+	return out
+}
+
+// power returns the k-fold composition.
+func (a enum) power(k int) enum {
+	out := a
+	for range k - 1 {
+		out = out.compose(a)
+	}
+	return out
+}
+
+// delta returns inf + Σ_{l > ε} m·(1 − e^(ε − l)), the terms added smallest first.
+func (a enum) delta(eps float64) float64 {
+	var terms []float64
+	for l, m := range a.atoms {
+		if l > eps {
+			terms = append(terms, m*-math.Expm1(eps-l))
+		}
+	}
+	sort.Float64s(terms)
+	s := 0.0
+	for _, t := range terms {
+		s += t
+	}
+	return s + a.inf
+}
+
+// binomialEnum returns the k-fold composition of the canonical (ε, 0) pair, conditioned
+// on no δ-event, with masses from the binomial formula by math.Lgamma (relative error
+// about k·1e-16: test tolerances allow 1e-9); atoms below 1e-30 of the total are left out.
+func binomialEnum(eps float64, k int) enum {
+	e := enum{atoms: map[float64]float64{}}
+	lp, lq := -math.Log1p(math.Exp(-eps)), -math.Log1p(math.Exp(eps))
+	lk, _ := math.Lgamma(float64(k + 1))
+	for m := 0; m <= k; m++ {
+		lm, _ := math.Lgamma(float64(m + 1))
+		ln, _ := math.Lgamma(float64(k - m + 1))
+		if w := math.Exp(lk - lm - ln + float64(m)*lp + float64(k-m)*lq); w > 1e-30 {
+			e.atoms[float64(2*m-k)*eps] += w
+		}
+	}
+	return e
 }

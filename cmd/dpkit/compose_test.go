@@ -247,7 +247,7 @@ func TestComposeErrors(t *testing.T) {
 		{name: "total epsilon overflows", args: []string{"compose", "--eps", "1", "--mech", "1e308,0,10"}, code: exitUsage,
 			want: []string{"invalid workload: total epsilon Σ count·ε = +Inf"}},
 		{name: "total count", args: []string{"compose", "--eps", "1", "--mech", "0.1,0,1000000000000", "--mech", "0.2"}, code: exitUsage,
-			want: []string{"invalid total count = 1000000000001"}},
+			want: []string{"invalid total_count = 1000000000001"}},
 
 		// Infeasible requests: exit 1 with the library's reason.
 		{name: "delta below the floor", args: []string{"compose", "--mech", "0.1,0.001,30", "--delta", "0.01"}, code: exitFailure,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"gonum.org/v1/gonum/floats/scalar"
 	"pgregory.net/rapid"
 )
 
@@ -120,7 +121,7 @@ func TestLargestInt(t *testing.T) {
 func TestGoldenSection(t *testing.T) {
 	for _, c := range []float64{0.1, 0.5, 0.77} {
 		x, fx := GoldenSection(func(x float64) float64 { return (x - c) * (x - c) }, 0, 1, 1e-12, 0)
-		if math.Abs(x-c) > 1e-9 || fx > 1e-18 {
+		if !scalar.EqualWithinAbs(x, c, 1e-9) || fx > 1e-18 {
 			t.Errorf("min of (x − %v)²: x = %v, f = %v", c, x, fx)
 		}
 	}
@@ -157,7 +158,7 @@ func TestBrent(t *testing.T) {
 		if !(c.f(lo) <= 0 && c.f(hi) > 0) || hi-lo > 1e-13*hi {
 			t.Errorf("bracket [%v, %v] (f = %g, %g)", lo, hi, c.f(lo), c.f(hi))
 		}
-		if math.Abs(lo-c.root) > 2e-13*c.root {
+		if !scalar.EqualWithinAbs(lo, c.root, 2e-13*c.root) {
 			t.Errorf("root %v, want %v", lo, c.root)
 		}
 		if n > 20 {
