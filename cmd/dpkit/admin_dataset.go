@@ -15,7 +15,7 @@ import (
 
 const adminDatasetUsage = `Usage: dpkit admin dataset show NAME [--json]
        dpkit admin dataset register (--schema FILE | --name NAME --column NAME:TYPE[:MIN:MAX]…
-                                     --epsilon E --delta D (--max-queries K | --adaptive))
+                                     --epsilon E --delta D (--max-queries K [--pure] | --adaptive))
                                     (--csv FILE | --path SERVER_FILE | --table-url URL --table NAME [--live])
                                     [--domain COLUMN=V1,V2,…]… [--unit COLUMN:MAX_ROWS] [--json]
 
@@ -53,7 +53,14 @@ Flags:
   --unit COLUMN:MAX_ROWS     the privacy unit: the column naming a person, and the most
                              rows one person contributes (more are dropped at random)
   --epsilon E, --delta D     the dataset's total budget
-  --max-queries K            fixed policy: the budget is split into K equal queries
+  --max-queries K            fixed policy: the budget is split into K equal queries,
+                             each (ε0, δ0) with δ0 = D/(2K), ε0 the largest that K
+                             releases compose (exactly, KOV Thm 3.3) within (E, D)
+  --pure                     fixed policy: every query is pure ε-DP (δ0 = 0, the JSON
+                             "pure": true), which gives a larger ε0 — for 20 queries in
+                             (ε=1, δ=1e-6), 0.05695 instead of 0.05611. Queries that need
+                             δ > 0 (GROUP BY a column without a declared domain: partition
+                             selection) are then refused
   --adaptive                 adaptive policy: each query names its ε
   --csv FILE | --path SERVER_FILE | --table-url URL --table NAME   the rows
   --live                     with --table: a live table (queried in its database at each
@@ -96,6 +103,9 @@ func printDataset(w *tabwriter.Writer, d map[string]any) {
 	if k, ok := p["max_queries"]; ok {
 		fmt.Fprintf(w, ", %v queries", k)
 	}
+	if p["pure"] == true {
+		fmt.Fprint(w, ", pure ε (δ0 = 0)")
+	}
 	fmt.Fprintln(w)
 	cols, _ := d["columns"].(map[string]any)
 	names := make([]string, 0, len(cols))
@@ -127,7 +137,7 @@ type registerFlags struct {
 	columns, domains                               []string
 	epsilon, delta                                 float64
 	maxQueries                                     int64
-	adaptive, live                                 bool
+	adaptive, pure, live                           bool
 }
 
 func newAdminDatasetRegister(s streams) *cobra.Command {
@@ -157,6 +167,7 @@ func newAdminDatasetRegister(s streams) *cobra.Command {
 	fl.Float64Var(&f.delta, "delta", 0, "")
 	fl.Int64Var(&f.maxQueries, "max-queries", 0, "")
 	fl.BoolVar(&f.adaptive, "adaptive", false, "")
+	fl.BoolVar(&f.pure, "pure", false, "")
 	fl.StringVar(&f.csv, "csv", "", "")
 	fl.StringVar(&f.path, "path", "", "")
 	fl.StringVar(&f.tableURL, "table-url", "", "")
@@ -271,10 +282,19 @@ func (f *registerFlags) declare(body map[string]any) error {
 	switch {
 	case f.adaptive && f.maxQueries != 0:
 		return usagef("--adaptive and --max-queries exclude each other: the fixed policy splits the budget into --max-queries queries; under --adaptive each query names its ε")
+	case f.adaptive && f.pure:
+		return usagef("--pure goes with the fixed policy (--max-queries K); under --adaptive each query names its ε and δ")
 	case f.adaptive:
 		body["policy"] = map[string]any{"mode": "adaptive"}
 	case f.maxQueries != 0:
 		body["policy"] = map[string]any{"mode": "fixed", "max_queries": f.maxQueries}
+	}
+	if f.pure {
+		p, _ := body["policy"].(map[string]any)
+		if p == nil {
+			return usagef("--pure goes with --max-queries K (or a fixed \"policy\" in --schema)")
+		}
+		p["pure"] = true
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,6 +149,38 @@ func TestAdminCLI(t *testing.T) {
 	}
 	if code, _, errOut := admin(t, url, root, "frobnicate"); code != exitUsage || !strings.Contains(errOut, "unknown admin command") {
 		t.Fatalf("an unknown command: %d %s", code, errOut)
+	}
+	testAdminPure(t, url, root, csv)
+}
+
+// testAdminPure: "dataset register --pure" gives the fixed policy pure releases: δ0 = 0
+// and the ε0 that "dpkit calibrate" computes for K pure queries (the command line's own
+// calibration, in this process, not the service's); "dataset show" says so; a query
+// that needs δ > 0 is refused naming policy.pure; --pure needs the fixed policy.
+func testAdminPure(t *testing.T, url, root, csv string) {
+	v := adminJSON(t, url, root, "dataset", "register", "--name", "pay3", "--column", "name:string", "--column", "dept:string",
+		"--domain", "dept=eng,ops", "--column", "salary:int:10000:100000", "--unit", "name:1",
+		"--epsilon", "1", "--delta", "1e-6", "--max-queries", "20", "--pure", "--csv", csv)
+	if p := obj(t, v, "policy"); p["pure"] != true || p["max_queries"] != 20.0 {
+		t.Fatalf("register --pure: %v", v)
+	}
+	per := obj(t, adminJSON(t, url, root, "budget", "pay3"), "per_query")
+	want := number(t, decodeJSON(t, mustSucceed(t, "", "calibrate", "--eps", "1", "--delta", "1e-6", "--k", "20", "--json")), "epsilon_per_query")
+	// Both are the largest ε0 of the exact composition, at most 1e-12 (relative) below
+	// it (compose.MaxEpsilonPerQuery's tolerance): they agree to 2e-12.
+	if got, _ := per["epsilon"].(float64); per["delta"] != 0.0 || math.Abs(got-want) > 2e-12*want {
+		t.Fatalf("--pure per-query cost %v, want δ0 = 0 and calibrate's ε0 = %v", per, want)
+	}
+	if code, out, _ := admin(t, url, root, "dataset", "show", "pay3"); code != 0 || !strings.Contains(out, "fixed, 20 queries, pure ε (δ0 = 0)") {
+		t.Fatalf("dataset show --pure: %d %s", code, out)
+	}
+	if code, _, errOut := admin(t, url, root, "query", "pay3", "SELECT COUNT(*) FROM pay3 GROUP BY name"); code != exitUsage || !strings.Contains(errOut, "policy.pure") {
+		t.Fatalf("partition selection under --pure: %d %s", code, errOut)
+	}
+	code, _, errOut := admin(t, url, root, "dataset", "register", "--name", "pay4", "--column", "name:string", "--epsilon", "1", "--delta", "1e-6",
+		"--adaptive", "--pure", "--csv", csv)
+	if code != exitUsage || !strings.Contains(errOut, "--pure") {
+		t.Fatalf("--pure --adaptive: %d %s", code, errOut)
 	}
 }
 

@@ -277,7 +277,8 @@ func (c *serveCommand) printHelp(b serveBanner, spent []string) {
 	switch {
 	case c.demo:
 		fmt.Fprintf(w, `
-Demo datasets (each: budget epsilon = 1, delta = 1e-6, at most 20 queries, fixed policy):
+Demo datasets (each: budget epsilon = 1, delta = 1e-6, at most 20 queries, fixed policy,
+each query pure epsilon-DP: epsilon0 = 0.05695, delta0 = 0):
   visits  %d synthetic clinic visits by %d patients (privacy unit: patient,
           at most %d rows each): age, region, month, diagnosis, cost, days
   flu, salary  the 5-row tables of the lecture slides (answers are mostly noise)

@@ -359,7 +359,7 @@ func (q *pendingQuery) spend(a *spendOf) Spend {
 func (q *pendingQuery) release(ctx context.Context, src noise.Source) (Answer, []byte, error) {
 	ans, err := q.prepared.Release(ctx, q.opts, src)
 	if err != nil {
-		return Answer{}, nil, err
+		return Answer{}, nil, q.explain(err)
 	}
 	if q.chosen {
 		ans.Epsilon, ans.Delta = q.req.Epsilon, q.req.Delta

@@ -41,9 +41,11 @@ type UnitSpec struct {
 
 // PolicySpec names the ledger policy of a dataset's budget (docs/service.md):
 //
-//   - "fixed" (the default): max_queries releases, each at the cost calibrated at
-//     registration; with "mechanism": "gaussian" each release is μ0-GDP, K of them
-//     composing exactly to the total (μ0 = μ/√K), instead of (ε0, δ0) by KOV;
+//   - "fixed" (the default): max_queries releases, each at the cost (ε0, δ0) calibrated
+//     at registration by KOV's exact composition, δ0 = δ/(2K); with "pure": true every
+//     release is pure ε-DP (δ0 = 0, a larger ε0; queries that need δ > 0 — GROUP BY by
+//     partition selection — are refused); with "mechanism": "gaussian" each release is
+//     μ0-GDP, K of them composing exactly to the total (μ0 = μ/√K);
 //   - "plan": the declared list of per-query costs "plan", consumed in order;
 //   - "adaptive": each query chooses its cost (ε, δ, or an accuracy) under a privacy
 //     filter: "basic" (the default: Σε ≤ ε, Σδ ≤ δ), "advanced" (with "filter_delta"),
@@ -52,6 +54,7 @@ type PolicySpec struct {
 	Mode        string         `json:"mode"`
 	MaxQueries  int64          `json:"max_queries,omitempty"`
 	Mechanism   string         `json:"mechanism,omitempty"` // fixed: "laplace" (default) or "gaussian"
+	Pure        bool           `json:"pure,omitempty"`      // fixed: every release is pure ε-DP, δ0 = 0
 	Filter      string         `json:"filter,omitempty"`    // adaptive: "basic" (default), "advanced", "gaussian"
 	FilterDelta float64        `json:"filter_delta,omitempty"`
 	Plan        []dpkit.Budget `json:"plan,omitempty"`
@@ -325,6 +328,9 @@ func (p *PolicySpec) validate(total dpkit.Budget) error {
 	if p.Mode != "plan" && p.Plan != nil {
 		return perr("plan", len(p.Plan), "absent except with the plan policy")
 	}
+	if p.Mode != "fixed" && p.Mode != "" && p.Pure {
+		return perr("pure", true, "absent except with the fixed policy (a plan's costs and an adaptive query's delta say δ = 0 themselves)")
+	}
 	switch p.Mode {
 	case "", "fixed":
 		p.Mode = "fixed"
@@ -337,7 +343,12 @@ func (p *PolicySpec) validate(total dpkit.Budget) error {
 		switch p.Mechanism {
 		case "", "laplace":
 			p.Mechanism = ""
+			// With δ = 0 the per-query δ0 = δ/(2K) is 0 anyway: the releases are pure.
+			p.Pure = p.Pure || total.Delta == 0
 		case "gaussian":
+			if p.Pure {
+				return perr("pure", true, `absent with "mechanism": "gaussian" (a Gaussian release is (ε, δ)-DP with δ > 0, never pure ε-DP)`)
+			}
 			if total.Delta == 0 {
 				return &dpkit.ParamError{Pkg: "server", Name: "budget.delta", Value: 0.0, Want: "> 0 for Gaussian releases"}
 			}

@@ -104,14 +104,25 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(answer, "laplace") || !strings.Contains(answer, "19 queries left") {
 		t.Fatalf("answer box: %q", answer)
 	}
-	if !strings.Contains(budget, "1 of 20 queries used, 19 left") {
+	if !strings.Contains(budget, "1 of 20 queries used, 19 left") || !strings.Contains(budget, "δ = 0)") || !strings.Contains(budget, "pure ε-DP releases") {
 		t.Fatalf("budget text: %q", budget)
 	}
 	if rows != 1 || !strings.Contains(history, "SELECT COUNT(*) FROM flu WHERE flu = 1") || !strings.Contains(history, "demo analyst") {
 		t.Fatalf("history (%d rows): %q", rows, history)
 	}
-	if strings.Count(curve, "L") < 10 {
-		t.Fatalf("curve path: %q", curve)
+	// The page draws the API's curve: its points with δ > 0 and the first where δ
+	// reaches 0 (one pure ε0 release: δ(ε) > 0 for ε < ε0 only).
+	drawn, dropped := 0, false
+	for _, pt := range e.must(200, "GET", "/v1/datasets/flu/curve", e.analyst, nil)["points"].([]any) {
+		switch d := pt.(map[string]any)["delta"].(float64); {
+		case d > 0:
+			drawn++
+		case drawn > 0 && !dropped:
+			drawn, dropped = drawn+1, true
+		}
+	}
+	if drawn < 3 || strings.Count(curve, "L") != drawn-1 {
+		t.Fatalf("curve path: %q, want %d points", curve, drawn)
 	}
 	// What the page showed is what the API says.
 	rels := e.must(200, "GET", "/v1/datasets/flu/releases", e.analyst, nil)["releases"].([]any)
@@ -210,7 +221,7 @@ func checkAdminView(b *browser, e *env) {
 	b.do(chromedp.Click("#logout"), chromedp.WaitVisible("#key"), chromedp.SendKeys("#key", e.admin),
 		chromedp.Click("#login-form button"), chromedp.WaitVisible("#admin"))
 	b.poll(`document.querySelectorAll("#admin-keys tbody tr").length === 2 && document.querySelectorAll("#admin-datasets tbody tr").length === 2`)
-	if s := b.text("#admin-datasets"); !strings.Contains(s, "flu (demo)") || !strings.Contains(s, "20 of") && !strings.Contains(s, "0 queries") {
+	if s := b.text("#admin-datasets"); !strings.Contains(s, "flu (demo)") || !strings.Contains(s, "fixed, 20 queries, pure ε") || !strings.Contains(s, "20 of") && !strings.Contains(s, "0 queries") {
 		t.Fatalf("admin datasets: %q", s)
 	}
 	if s := b.text("#admin-keys"); !strings.Contains(s, "demo analyst") || !strings.Contains(s, "valid, demo") || !strings.Contains(s, "flu, salary") {

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/ledger"
@@ -136,7 +138,7 @@ func (q *pendingQuery) accuracyCost() error {
 	if !q.chosen {
 		w, err := q.prepared.HalfWidth(q.opts)
 		if err != nil {
-			return err
+			return q.explain(err)
 		}
 		if w > h {
 			return paramErr("accuracy.ci95_halfwidth", h, fmt.Sprintf("≥ %g: the dataset's %s policy sets the cost of every query, and its 95%% intervals are ±%g", w, q.policy.Mode, w))
@@ -202,4 +204,21 @@ func gaussianCheck(mu float64) mechanism.Descriptor {
 		sigma = math.Nextafter(sigma, math.Inf(1))
 	}
 	return mechanism.Describe(mechanism.GaussianNoise{Sigma: sigma, Sensitivity: 1})
+}
+
+// explain names, in a refusal of query's for a release that needs δ > 0 (GROUP BY by
+// partition selection) under a fixed policy whose releases are pure ε-DP (δ0 = 0), the
+// dataset's field that set δ = 0 — "policy.pure", or "budget.delta" when the total δ is
+// 0 — instead of the query's "delta", which the caller did not give. Other errors are
+// returned as they are.
+func (q *pendingQuery) explain(err error) error {
+	var pe *dpkit.ParamError
+	if q.chosen || !q.policy.Pure || !errors.As(err, &pe) || pe.Pkg != "query" || pe.Name != "delta" {
+		return err
+	}
+	why := strings.TrimPrefix(pe.Want, "> 0: ")
+	if q.costs.Total.Delta == 0 {
+		return paramErr("budget.delta", 0.0, "> 0 for this query: "+why)
+	}
+	return paramErr("policy.pure", true, "false for this query: the dataset's fixed policy releases every query pure ε-DP (δ0 = 0), and "+why)
 }

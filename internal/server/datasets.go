@@ -239,7 +239,8 @@ func (s *Server) record(ctx context.Context, spec DatasetSpec, rec registry.Data
 		// (or a name taken by another process in between). Adopt it only if it is the
 		// same budget and nothing was spent from it.
 		st, serr := s.ledger.Status(ctx, spec.Name)
-		if serr != nil || st.Releases != 0 || st.Total != *spec.Budget || st.Policy.Mode != spec.Policy.Mode || st.Policy.MaxQueries != spec.Policy.MaxQueries {
+		if serr != nil || st.Releases != 0 || st.Total != *spec.Budget || st.Policy.Mode != spec.Policy.Mode || st.Policy.MaxQueries != spec.Policy.MaxQueries ||
+			st.Policy.Mechanism != spec.Policy.Mechanism || st.Policy.Pure != spec.Policy.Pure {
 			return fmt.Errorf("dataset %q: a ledger budget of that name exists: %w", spec.Name, ErrExists)
 		}
 	}

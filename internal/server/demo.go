@@ -20,7 +20,11 @@ import (
 // counting-query example (Hunter, Alice, Bob, Eric, Frank; flu ∈ {0, 1}) and the salary
 // table of the sensitivity example ("Valid salary: [10000, 100000]"), five rows each, on
 // which every answer is mostly noise. Each gets the budget (ε = 1, δ = 1e-6) under the
-// fixed policy with at most 20 queries.
+// fixed policy with at most 20 queries, all pure ε-DP ("pure": true, δ0 = 0: each
+// query costs ε0 = 0.05695 where the rule δ0 = δ/(2K) would leave 0.05611). Every
+// useful query of theirs is pure: their grouping columns have declared domains, and
+// grouping by the others (a patient, a name) would need partition selection, which
+// needs δ > 0 and would keep no group of one person — those are refused, saying why.
 
 const fluCSV = `name,flu
 Hunter,1
@@ -38,7 +42,8 @@ Eric,100000
 Frank,60000
 `
 
-// DemoBudget and DemoMaxQueries are the demo datasets' budget and policy.
+// DemoBudget and DemoMaxQueries are the demo datasets' budget and policy (with pure
+// releases).
 var (
 	DemoBudget     = dpkit.Budget{Epsilon: 1, Delta: 1e-6}
 	DemoMaxQueries = int64(20)
@@ -50,7 +55,7 @@ func ptr[T any](v T) *T { return &v }
 // "salary".
 func DemoDatasets() []CreateDatasetRequest {
 	budget := DemoBudget
-	policy := &PolicySpec{Mode: "fixed", MaxQueries: DemoMaxQueries}
+	policy := &PolicySpec{Mode: "fixed", MaxQueries: DemoMaxQueries, Pure: true}
 	visits := map[string]ColumnSpec{}
 	for _, c := range demodata.Columns {
 		spec := ColumnSpec{Type: c.Type}

@@ -20,7 +20,8 @@ var _ Accountant = LedgerAccountant{}
 // policy translates a dataset's policy to the ledger's: adaptive with its privacy filter
 // (basic: Σε ≤ ε, Σδ ≤ δ summed exactly; advanced; gaussian), the plan's costs, or fixed,
 // where the ledger calibrates max_queries releases ((ε0, δ0) with its per-release δ rule
-// δ0 = δ/(2k), or μ0 = μ/√k for Gaussian releases).
+// δ0 = δ/(2k), or δ0 = 0 when the releases are pure, or μ0 = μ/√k for Gaussian
+// releases).
 func (p PolicySpec) ledger() ledger.Policy {
 	switch p.Mode {
 	case "adaptive":
@@ -32,10 +33,16 @@ func (p PolicySpec) ledger() ledger.Policy {
 	case "plan":
 		return ledger.Policy{Kind: ledger.Plan, Plan: p.Plan}
 	}
-	return ledger.Policy{Kind: ledger.Fixed, Releases: p.MaxQueries, Mechanism: p.Mechanism}
+	lp := ledger.Policy{Kind: ledger.Fixed, Releases: p.MaxQueries, Mechanism: p.Mechanism}
+	if p.Pure {
+		zero := 0.0
+		lp.ReleaseDelta = &zero
+	}
+	return lp
 }
 
-// specOf translates back.
+// specOf translates back: a fixed budget whose per-release δ0 is 0 has pure releases
+// (also one created with the rule δ0 = δ/(2k) from a total δ of 0).
 func specOf(p ledger.Policy) PolicySpec {
 	switch p.Kind {
 	case ledger.Adaptive:
@@ -43,7 +50,8 @@ func specOf(p ledger.Policy) PolicySpec {
 	case ledger.Plan:
 		return PolicySpec{Mode: "plan", Plan: p.Plan}
 	}
-	return PolicySpec{Mode: string(p.Kind), MaxQueries: p.Releases, Mechanism: p.Mechanism}
+	pure := p.Mechanism == "" && p.ReleaseDelta != nil && *p.ReleaseDelta == 0
+	return PolicySpec{Mode: string(p.Kind), MaxQueries: p.Releases, Mechanism: p.Mechanism, Pure: pure}
 }
 
 // Create implements Accountant.

@@ -94,7 +94,7 @@ function exhausted(b) {
 function policyText(p) {
   switch (p.mode) {
     case "fixed":
-      return "fixed, " + p.max_queries + " queries" + (p.mechanism === "gaussian" ? ", Gaussian" : "");
+      return "fixed, " + p.max_queries + " queries" + (p.mechanism === "gaussian" ? ", Gaussian" : p.pure ? ", pure ε" : "");
     case "plan":
       return "plan of " + (p.plan || []).length + " queries";
     default:
@@ -240,7 +240,8 @@ function showBudget(b) {
   if (p.mode === "fixed") {
     text += b.releases + " of " + p.max_queries + " queries used, " + b.remaining_queries + " left";
     if (b.per_query) text += " (each costs ε = " + fmt(b.per_query.epsilon) + ", δ = " + fmt(b.per_query.delta) + ")";
-    text += p.mechanism === "gaussian" ? "; Gaussian releases, composed exactly as Gaussian DP." : ".";
+    text += p.mechanism === "gaussian" ? "; Gaussian releases, composed exactly as Gaussian DP."
+      : p.pure ? "; pure ε-DP releases (δ = 0 each), composed exactly." : ".";
   } else if (p.mode === "plan") {
     text += b.releases + " of " + p.plan.length + " planned queries used, " + b.remaining_queries + " left";
     if (b.per_query) text += " (the next costs ε = " + fmt(b.per_query.epsilon) + ", δ = " + fmt(b.per_query.delta) + ")";
@@ -278,9 +279,13 @@ function drawCurve(c) {
   const W = 520, H = 300, L = 60, R = 14, T = 12, B = 40;
   const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "privacy curve" });
   box.append(svg);
-  const pts = c.points.filter((p) => p.delta > 0);
+  // The points with δ > 0, then the first where δ reaches 0, drawn at the axis' bottom
+  // (pure ε releases compose to a curve that is 0 from their Σε on).
+  const positive = c.points.filter((p) => p.delta > 0);
+  const drop = c.points.find((p, i) => p.delta === 0 && i > 0 && c.points[i - 1].delta > 0);
+  const pts = drop ? positive.concat([drop]) : positive;
   const xmax = c.points.length ? c.points[c.points.length - 1].epsilon : 1.5 * c.total.epsilon;
-  let lo = Math.min(c.total.delta > 0 ? c.total.delta / 100 : 1e-12, ...pts.map((p) => p.delta));
+  let lo = Math.min(c.total.delta > 0 ? c.total.delta / 100 : 1e-12, ...positive.map((p) => p.delta));
   lo = Math.max(1e-15, Math.pow(10, Math.floor(Math.log10(lo))));
   const x = (e) => L + (W - L - R) * e / xmax;
   const y = (d) => T + (H - T - B) * (Math.log10(1) - Math.log10(Math.max(d, lo))) / (0 - Math.log10(lo));
