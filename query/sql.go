@@ -57,13 +57,15 @@ type Statement struct {
 // What it computes is what the in-memory executor computes (the same GroupExact), for
 // the same table and seed:
 //
-//   - values: an Int column is CAST to bigint and clamped with LEAST/GREATEST; a Float
-//     column is CAST to double precision, clamped (±Infinity to the bounds) and rounded
-//     half away from zero to its grid index m = round(x/γ), in [⌈lo/γ⌉, ⌊hi/γ⌋], by
-//     exact float operations (trunc, and a comparison of the exact fraction with ½;
-//     values below γ/2 in magnitude are 0 without dividing, so that nothing underflows),
-//     then CAST to bigint — the value is m·γ, and SUM adds the integers m (bigint sums
-//     are numeric, exact); NaN is NULL; a String column is CAST to text, NULL read as ”;
+//   - values: an Int column is CAST to bigint and clamped (CASE, so that NULL stays
+//     NULL); a Float column is CAST to double precision, clamped to its grid's ends
+//     (±Infinity to the bounds) and divided by γ (exact), then CAST to bigint, which
+//     rounds to the nearest grid index m, ties to even, in [⌈lo/γ⌉, ⌊hi/γ⌋] (values below
+//     γ/2 in magnitude are 0 without dividing, so that nothing underflows) — the value is
+//     m·γ, and SUM adds the integers m (bigint sums are numeric, exact); NaN is NULL; a
+//     String column is CAST to text, NULL read as ”. Without a privacy unit, Int
+//     grouping columns are grouped by their raw values first and clamped per partial
+//     group (twoLevel);
 //   - WHERE compares those values: Int columns with the exact integer ranges the
 //     in-memory executor uses, Float columns as m·γ (exact) with the literal as a double,
 //     String columns byte-wise (COLLATE "C"); a comparison with NULL is not true;
@@ -173,6 +175,11 @@ type compiler struct {
 	t    SQLTable
 	seed Seed
 	args []any
+	// rawGroups: Int grouping columns whose candidate value is the raw column, clamped
+	// only after a first aggregation (twoLevel); partial: the final aggregate adds up
+	// that aggregation's partial counts and sums.
+	rawGroups map[int]bool
+	partial   bool
 }
 
 // param adds a parameter and returns its placeholder, cast to typ.
@@ -227,9 +234,7 @@ func (c *compiler) value(i int) string {
 	decl := &c.p.schema.Columns[i]
 	switch decl.Type {
 	case Int:
-		v := "CAST(" + c.raw(i) + " AS bigint)"
-		lo, hi := c.param(int64(decl.Min), "bigint"), c.param(int64(decl.Max), "bigint")
-		return fmt.Sprintf("CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END", v, lo, lo, v, hi, hi, v)
+		return c.clampedInt(i, "CAST("+c.raw(i)+" AS bigint)")
 	case Float:
 		g, _, _ := floatGrid(decl.Min, decl.Max)
 		x := c.clampedFloat(i)
@@ -239,6 +244,14 @@ func (c *compiler) value(i int) string {
 		return fmt.Sprintf("CAST(%s / %s AS bigint)", x, c.param(g, "double precision"))
 	}
 	return "COALESCE(CAST(" + c.raw(i) + " AS text), '')"
+}
+
+// clampedInt returns the expression of v, a bigint of Int column i, clamped to its bounds
+// (NULL stays NULL).
+func (c *compiler) clampedInt(i int, v string) string {
+	decl := &c.p.schema.Columns[i]
+	lo, hi := c.param(int64(decl.Min), "bigint"), c.param(int64(decl.Max), "bigint")
+	return fmt.Sprintf("CASE WHEN %s < %s THEN %s WHEN %s > %s THEN %s ELSE %s END", v, lo, lo, v, hi, hi, v)
 }
 
 // clampedFloat returns the expression of Float column i clamped to its grid's ends
@@ -471,7 +484,10 @@ func (c *compiler) candidates() string {
 	}
 	var cols []string
 	for i := range p.schema.Columns {
-		if used[i] {
+		switch {
+		case c.rawGroups[i]:
+			cols = append(cols, c.raw(i)+" AS "+alias(i))
+		case used[i]:
 			cols = append(cols, c.value(i)+" AS "+alias(i))
 		}
 	}
@@ -618,14 +634,18 @@ func (c *compiler) key(kind byte, seed string) string {
 // outputs returns the aggregates of the result row after the key: rows, units (units
 // is given), and per SUM or AVG the count and the sum of its non-NULL values.
 func (c *compiler) outputs(units string) ([]string, int) {
-	out := []string{"CAST(COUNT(*) AS text)", "CAST(" + units + " AS text)"}
+	rows, count := "COUNT(*)", "COUNT("
+	if c.partial { // the partial aggregates of twoLevel
+		rows, count = "SUM(m)", "SUM("
+	}
+	out := []string{"CAST(" + rows + " AS text)", "CAST(" + units + " AS text)"}
 	for i, a := range c.p.Aggregates {
 		if a.Func != Sum && a.Func != Avg {
 			continue
 		}
 		v := alias(c.p.b.aggs[i].col)
 		n := nonNullAlias(c.p.b.aggs[i].col)
-		out = append(out, "CAST(COUNT("+n+") AS text)", "CAST(COALESCE(SUM("+v+"), 0) AS text)")
+		out = append(out, "CAST("+count+n+") AS text)", "CAST(COALESCE(SUM("+v+"), 0) AS text)")
 	}
 	return out, len(out) + len(c.p.b.groups)
 }
@@ -656,6 +676,49 @@ func (c *compiler) final(ctes []string, from, cond, units string) (string, int) 
 	return sql, n
 }
 
+// twoLevel returns, for a query without a privacy unit grouped by Int columns (not
+// aggregated) of an integer type in the database, the relation of partial aggregates
+// whose sums the final aggregate adds up (partial): the candidate rows are first grouped
+// by those columns' raw values (cheap: no expression per row, and the database may use
+// its statistics of the column), then each partial group's key is clamped. As the
+// clamped value is a function of the raw value, each final group adds up exactly the
+// rows it would have counted directly; only the partial groups, at most as many as the
+// distinct raw values that pass WHERE, are clamped.
+func (c *compiler) twoLevel() (string, bool) {
+	p := c.p
+	raw := map[int]bool{}
+	for _, g := range p.b.groups {
+		switch c.dbType(g) {
+		case "int2", "int4", "int8":
+			if p.schema.Columns[g].Type == Int && !slices.Contains(p.b.aggColumns(), g) {
+				raw[g] = true
+			}
+		}
+	}
+	if len(raw) == 0 {
+		return "", false
+	}
+	c.rawGroups = raw
+	gl := c.groupList()
+	inner := []string{gl, "COUNT(*) AS m"}
+	outer := []string{}
+	for _, g := range p.b.groups {
+		if raw[g] {
+			outer = append(outer, c.clampedInt(g, "CAST("+alias(g)+" AS bigint)")+" AS "+alias(g))
+		} else {
+			outer = append(outer, alias(g))
+		}
+	}
+	outer = append(outer, "m")
+	for _, v := range p.b.aggColumns() {
+		inner = append(inner, "COUNT("+nonNullAlias(v)+") AS "+nonNullAlias(v), "SUM("+alias(v)+") AS "+alias(v))
+		outer = append(outer, nonNullAlias(v), alias(v))
+	}
+	cand := c.candidates()
+	c.partial = true
+	return "(SELECT " + strings.Join(outer, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + " FROM (" + cand + ") AS r GROUP BY " + gl + ") AS q) AS r", true
+}
+
 // statement returns the statement and the number of columns of its result rows.
 func (c *compiler) statement() (string, int) {
 	p := c.p
@@ -664,6 +727,12 @@ func (c *compiler) statement() (string, int) {
 		units = "COUNT(*)"
 	}
 	if p.schema.Unit == nil { // each row a unit: every bound holds
+		if from, ok := c.twoLevel(); ok {
+			if p.Selection {
+				units = "SUM(m)"
+			}
+			return c.final(nil, from, "", units)
+		}
 		return c.final(nil, "("+c.candidates()+") AS r", "", units)
 	}
 	seed := c.param(c.seed.String(), "text")
