@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -107,3 +108,59 @@ func TestComposeContext(t *testing.T) {
 		t.Errorf("last progress %v, work %d: want done = total = work", last, c.Work())
 	}
 }
+
+// A panic in a convolution worker's goroutine (a bug; none is known) cannot be recovered
+// by the caller, whose goroutine it is not: parallel carries it to the caller's goroutine
+// and ComposeContext returns it as an *InternalError with the worker's stack (issue 24
+// item 4). The worker here panics on purpose.
+func TestWorkerPanicIsAnError(t *testing.T) {
+	run := func() (err error) {
+		defer recoverAbort(&err)
+		parallel(8, 4, func(i int) {
+			if i == 5 {
+				panic("boom in worker 5")
+			}
+		})
+		return nil
+	}
+	err := run()
+	var ie *InternalError
+	if !errors.As(err, &ie) || ie.Value != "boom in worker 5" || !strings.Contains(string(ie.Stack), "TestWorkerPanicIsAnError") {
+		t.Fatalf("got %v (%#v)", err, err)
+	}
+	if !strings.Contains(err.Error(), "internal error: boom in worker 5") {
+		t.Errorf("message %q", err.Error())
+	}
+	// A cancellation raised in a worker is still the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = func() (err error) {
+		defer recoverAbort(&err)
+		parallel(4, 2, func(int) { newMeter(ctx, nil).add(1) })
+		return nil
+	}()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled worker: %v", err)
+	}
+	// Through Compose: a mechanism whose discretisation panics (in whichever goroutine)
+	// gives an *InternalError, not a crash.
+	_, err = Compose([]Item{{panicMechanism{Laplace{Scale: 1, Sensitivity: 1}}, 3}, {Gaussian{Sigma: 1, Sensitivity: 1}, 2}}, nil)
+	if !errors.As(err, &ie) || ie.Value != "boom in cell" {
+		t.Fatalf("Compose: %v", err)
+	}
+}
+
+// panicMechanism is a Laplace mechanism whose loss cells panic (a stand-in for a bug).
+type panicMechanism struct{ Laplace }
+
+func (m panicMechanism) specs() []spec {
+	var out []spec
+	for _, s := range m.Laplace.specs() {
+		out = append(out, panicSpec{s})
+	}
+	return out
+}
+
+type panicSpec struct{ spec }
+
+func (panicSpec) cell(a, b float64) (p, lq, relErr float64) { panic("boom in cell") }

@@ -2,6 +2,7 @@ package pld
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,13 +97,19 @@ func (m *meter) finish() {
 	m.progress(d, d)
 }
 
-// recoverAbort turns an abort unwinding through the computation into *err.
+// recoverAbort turns an abort unwinding through the computation into *err, and any other
+// panic (a bug: raised in a worker goroutine of parallel, or in the caller's) into an
+// *InternalError: a library does not crash its caller, and a panic in a worker goroutine
+// could not be recovered by the caller at all.
 func recoverAbort(err *error) {
-	if r := recover(); r != nil {
-		c, ok := r.(abort)
-		if !ok {
-			panic(r)
-		}
-		*err = c.err
+	r := recover()
+	switch r := r.(type) {
+	case nil:
+	case abort:
+		*err = r.err
+	case workerPanic:
+		*err = &InternalError{Value: r.value, Stack: r.stack}
+	default:
+		*err = &InternalError{Value: r, Stack: debug.Stack()}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -138,8 +139,10 @@ func (s *side) set(upper bool, l *Lattice) {
 }
 
 // each calls f(0), …, f(n−1) concurrently: the lattices of a PLD (two bounds of one or
-// two directions) are computed independently. A panic in f (a cancellation, see meter)
-// is raised again in the caller's goroutine once all have returned.
+// two directions) are computed independently. A panic in f is raised again in the
+// caller's goroutine once all have returned: an abort (a cancellation or a refusal, see
+// meter) as it is, anything else as a workerPanic carrying the worker's stack, which
+// ComposeContext returns as an *InternalError.
 func each(n int, f func(i int)) { parallel(n, n, f) }
 
 // parallel calls f(0), …, f(n−1) on at most workers goroutines (GOMAXPROCS when
@@ -163,6 +166,9 @@ func parallel(n, workers int, f func(i int)) {
 		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil {
+					if _, ok := r.(abort); !ok {
+						r = workerPanic{r, debug.Stack()}
+					}
 					once.Do(func() { raised = r })
 				}
 			}()
@@ -175,6 +181,13 @@ func parallel(n, workers int, f func(i int)) {
 	if raised != nil {
 		panic(raised)
 	}
+}
+
+// workerPanic is a panic raised in a worker goroutine of parallel, with that
+// goroutine's stack, carried to the caller's goroutine.
+type workerPanic struct {
+	value any
+	stack []byte
 }
 
 // trimMass returns the mass a composition may shed at each end of each side: for the

@@ -203,9 +203,9 @@ func (c *calibrateCommand) perQuery(ctx context.Context) error {
 		out.Unbounded = true
 	} else {
 		var eps0 float64
-		err := runJob(ctx, c.s.stderr, "calibrating", func(context.Context, progressFunc) error {
+		err := runJob(ctx, c.s.stderr, "calibrating", func(ctx context.Context, _ progressFunc) error {
 			var err error
-			eps0, err = compose.MaxEpsilonPerQuery(c.k.value, queryDelta, total)
+			eps0, err = compose.MaxEpsilonPerQueryContext(ctx, c.k.value, queryDelta, total)
 			return err
 		})
 		if err != nil {
@@ -234,9 +234,9 @@ func (c *calibrateCommand) maxQueries(ctx context.Context) error {
 	total := dpkit.Budget{Epsilon: c.eps.value, Delta: c.delta.value}
 	query := dpkit.Budget{Epsilon: c.queryEps.value, Delta: c.queryDelta.value}
 	var n int64
-	err := runJob(ctx, c.s.stderr, "calibrating", func(context.Context, progressFunc) error {
+	err := runJob(ctx, c.s.stderr, "calibrating", func(ctx context.Context, _ progressFunc) error {
 		var err error
-		n, err = compose.MaxQueries(query, total)
+		n, err = compose.MaxQueriesContext(ctx, query, total)
 		return err
 	})
 	if err != nil {

@@ -61,11 +61,11 @@ func (c *calibrateCommand) calibrateNoise(ctx context.Context) error {
 		return flagErrorf("--sensitivity", "missing --sensitivity: the query's sensitivity (ℓ2 for gaussian, ℓ1 for laplace, an integer for geometric)")
 	}
 	out := noiseCalibration{Mechanism: c.mechanism, Sensitivity: c.sensitivity.value, K: c.k.value, Epsilon: c.eps.value, Delta: c.delta.value}
-	err := runJob(ctx, c.s.stderr, "calibrating", func(context.Context, progressFunc) error {
+	err := runJob(ctx, c.s.stderr, "calibrating", func(ctx context.Context, _ progressFunc) error {
 		if c.mechanism == "gaussian" {
 			return c.gaussianNoise(&out)
 		}
-		return c.laplaceNoise(&out)
+		return c.laplaceNoise(ctx, &out)
 	})
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (c *calibrateCommand) gaussianNoise(out *noiseCalibration) error {
 }
 
 // laplaceNoise calibrates Laplace or geometric noise by the certified PLD upper curve.
-func (c *calibrateCommand) laplaceNoise(out *noiseCalibration) error {
+func (c *calibrateCommand) laplaceNoise(ctx context.Context, out *noiseCalibration) error {
 	E, D, K, S := c.eps.value, c.delta.value, c.k.value, c.sensitivity.value
 	if c.mechanism == "geometric" && S != math.Trunc(S) {
 		return flagErrorf("--sensitivity", "invalid --sensitivity %s: want an integer ≥ 1 for geometric noise", formatFloat(S))
@@ -122,7 +122,7 @@ func (c *calibrateCommand) laplaceNoise(out *noiseCalibration) error {
 		return pld.DiscreteLaplace{Scale: scale, Sensitivity: int64(S)}
 	}
 	// Pure ε: K·S/scale ≤ E always meets the budget, so scale = K·S/E is feasible.
-	hi, err := pld.CalibrateScale(mk, K, dpkit.Budget{Epsilon: E, Delta: D}, float64(K)*S/E)
+	hi, err := pld.CalibrateScaleContext(ctx, mk, K, dpkit.Budget{Epsilon: E, Delta: D}, float64(K)*S/E)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (c *calibrateCommand) calibrateSubsampledGaussian(ctx context.Context) erro
 	}
 	// epsilonAt returns the certified bracket of ε(D) at sigma.
 	epsilonAt := func(sigma, tol float64) (up, lo float64, err error) {
-		comp, err := pld.Compose([]pld.Item{{Mechanism: mk(sigma), Count: T}}, &pld.Options{Delta: D, Tolerance: tol})
+		comp, err := pld.ComposeContext(ctx, []pld.Item{{Mechanism: mk(sigma), Count: T}}, &pld.Options{Delta: D, Tolerance: tol})
 		if err != nil {
 			return 0, 0, err
 		}

@@ -67,7 +67,7 @@ Flags:
 
 JSON output (one object; every key is always present):
   {"theorem":"exact","method":"exact-sum","epsilon":…,"delta":…,"epsilon_lower":…,
-   "exact":true,"width":0}
+   "exact":true,"width":9.2…e-14}
 With --eps the lower key is "delta_lower" (a certified value the optimal δ is at or
 above) instead of "epsilon_lower". "theorem" is exact, kov, drv, basic, or pld (with
 --mechanism); "method" says how the number was obtained: "closed-form" (the theorem's
@@ -75,8 +75,9 @@ formula; Gaussians alone under pld), "exact-sum" (KOV Thm 3.3 evaluated exactly)
 "lattice" (a certified bracket on a lattice; "exact" is then false). "exact" is true
 when the answer equals the theorem's exact value up to 1e-9 relative; the closed-form
 theorems are bounds, so for them it is false and the lower value equals the value.
-"width" is the relative width (value − lower)/value of the bracket (0 when exact or
-closed form).
+"width" is the relative width (value − lower)/value of the certified bracket: at most
+1e-9 when exact (the exact sums' own rounding), 0 for the closed-form theorems (whose
+lower value is their value).
 With --theorem all: {"results":[{…},…]}, where a theorem that cannot reach the target
 appears as {"theorem":"basic","error":"…"}.
 With --every N: {"steps":[{"releases":N,…},{"releases":2N,…},…]}, each object the
@@ -169,10 +170,13 @@ func (r composeRow) value(byDelta bool) float64 {
 	return r.delta
 }
 
-// width is the relative width (value − lower)/value of r's bracket.
+// width is the relative width (value − lower)/value of r's bracket: the true width also
+// for exact answers (their certified bracket is at most 1e-9 wide, e.g. 1e-13 for the
+// errata example) and 0 only when the lower value equals the value (closed-form bounds)
+// or the value is 0.
 func (r composeRow) width(byDelta bool) float64 {
 	v := r.value(byDelta)
-	if r.exact || r.method == methodClosedForm || v <= 0 {
+	if v <= 0 {
 		return 0
 	}
 	return math.Max(0, (v-r.lower)/v)
@@ -300,8 +304,8 @@ func (c *composeCommand) checkTolerance(rows []composeRow) error {
 		return nil
 	}
 	for _, r := range rows {
-		if r.err != nil {
-			continue
+		if r.err != nil || r.exact {
+			continue // an exact answer is within 1e-9 of the optimum, whatever T asks
 		}
 		if w := r.width(c.delta.set); w > c.tolerance.value {
 			return &flagFailure{flag: "--tolerance", msg: fmt.Sprintf("--tolerance %s not reached: the certified bracket [%s, %s] has relative width %.3g",

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/compose"
 	"github.com/dpkit/dpkit/pld"
 )
@@ -92,9 +94,11 @@ func (c *composeCommand) runPLD(ctx context.Context) error {
 	}
 	var row composeRow
 	var comp *pld.Composition
-	err := runJob(ctx, c.s.stderr, "composing", func(context.Context, progressFunc) error {
+	err := runJob(ctx, c.s.stderr, "composing", func(ctx context.Context, progress progressFunc) error {
+		opts := c.pldOptions()
+		opts.Progress = progress // pld's work units: a bar with the time left
 		var err error
-		comp, err = pld.Compose(items, c.pldOptions())
+		comp, err = pld.ComposeContext(ctx, items, opts)
 		if err != nil {
 			return err
 		}
@@ -102,7 +106,7 @@ func (c *composeCommand) runPLD(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return mechanismError(err)
 	}
 	rows := []composeRow{row}
 	if err := c.checkTolerance(rows); err != nil {
@@ -172,7 +176,7 @@ func (c *composeCommand) runEvery(ctx context.Context, it pld.Item) error {
 				return err
 			}
 			k := min(i*n, it.Count)
-			comp, err := pld.Compose([]pld.Item{{Mechanism: it.Mechanism, Count: k}}, c.pldOptions())
+			comp, err := pld.ComposeContext(ctx, []pld.Item{{Mechanism: it.Mechanism, Count: k}}, c.pldOptions())
 			if err != nil {
 				return err
 			}
@@ -186,7 +190,7 @@ func (c *composeCommand) runEvery(ctx context.Context, it pld.Item) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return mechanismError(err)
 	}
 	if err := c.checkTolerance(rows); err != nil {
 		return err
@@ -197,4 +201,18 @@ func (c *composeCommand) runEvery(ctx context.Context, it pld.Item) error {
 		}
 	}
 	return c.write(rows, 0)
+}
+
+// mechanismError names --mechanism in pld's refusal of the workload as a whole
+// (dpkit.ParamError "mechanisms": a loss beyond what a lattice composes soundly, or a
+// lattice beyond its bins), so that the JSON error's "flag" says which flag to change.
+func mechanismError(err error) error {
+	var param *dpkit.ParamError
+	if !errors.As(err, &param) || param.Pkg != "pld" || param.Name != "mechanisms" {
+		return err
+	}
+	if s, ok := param.Value.(string); ok {
+		return flagErrorf("--mechanism", "invalid --mechanism %q: want %s", s, param.Want)
+	}
+	return flagErrorf("--mechanism", "invalid --mechanism workload (%s)", describe(param))
 }

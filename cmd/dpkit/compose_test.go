@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,8 +61,13 @@ func TestComposeErrataExample(t *testing.T) {
 			t.Fatalf("keys %s, want %s", got, want)
 		}
 		eps, lower := number(t, v, "epsilon"), number(t, v, "epsilon_lower")
-		if v["theorem"] != "exact" || v["method"] != "exact-sum" || v["exact"] != true || number(t, v, "delta") != 0.06 || number(t, v, "width") != 0 {
-			t.Errorf("got %v, want theorem exact, method exact-sum, exact true, delta 0.06, width 0", v)
+		if v["theorem"] != "exact" || v["method"] != "exact-sum" || v["exact"] != true || number(t, v, "delta") != 0.06 {
+			t.Errorf("got %v, want theorem exact, method exact-sum, exact true, delta 0.06", v)
+		}
+		// width is the bracket's own: (ε − ε_lower)/ε, at most 1e-9 (the exact promise) and
+		// not 0 (the exact sums' inversion leaves about 1e-13 between them).
+		if w := number(t, v, "width"); !(w > 0 && w <= 1e-9) || math.Abs(w-(eps-lower)/eps) > 1e-3*w {
+			t.Errorf("width %v, want (ε − ε_lower)/ε = %v in (0, 1e-9]", w, (eps-lower)/eps)
 		}
 		if rel := math.Abs(eps-21.7096) / 21.7096; rel > 1e-4 {
 			t.Errorf("epsilon = %v, want 21.7096 within 1e-4 relative (docs/errata.md, KOV item 1)", eps)
@@ -186,7 +192,7 @@ func TestComposeTable(t *testing.T) {
 		t.Errorf("header %q", lines[0])
 	}
 	f := strings.Fields(lines[1])
-	if len(f) != 6 || f[0] != "exact" || !strings.HasPrefix(f[1], "21.7096") || f[2] != "0.06" || f[4] != "yes" || f[5] != "0" {
+	if len(f) != 6 || f[0] != "exact" || !strings.HasPrefix(f[1], "21.7096") || f[2] != "0.06" || f[4] != "yes" || !widthWithinExact(f[5]) {
 		t.Errorf("row %q", lines[1])
 	}
 	if strings.Index(lines[0], "delta") != strings.Index(lines[1], "0.06") {
@@ -362,4 +368,11 @@ func TestHomogeneousDeltaNearFloor(t *testing.T) {
 	if want := 9.9999999999999872446e-7; math.Abs(got-want) > 1e-12*want {
 		t.Errorf("δ = %v, want %v within 1e-12 relative", got, want)
 	}
+}
+
+// widthWithinExact reports whether a printed width is that of an exact answer: in
+// (0, 1e-9] (the exact sums leave about 1e-13 between the value and its lower end).
+func widthWithinExact(s string) bool {
+	w, err := strconv.ParseFloat(s, 64)
+	return err == nil && w > 0 && w <= 1e-9
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,5 +241,65 @@ func TestProgressOnTerminalOnly(t *testing.T) {
 	}
 	if out := tty.String(); !strings.Contains(out, "working") || !strings.Contains(out, "%") {
 		t.Errorf("terminal output %q: want the description and a percentage", out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A long mechanism-aware composition shows pld's progress (Options.Progress: a bar with a
+// percentage, on a terminal) and stops on Ctrl-C with exit status 130 (issue 24 item 4).
+func TestComposeProgressAndInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits past progressDelay")
+	}
+	forceProgress = true
+	defer func() { forceProgress = false }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		// Minutes of work at this tolerance (it is not reached: a refinement to the end).
+		code <- run(ctx, []string{"compose", "--mechanism", "subsampled-laplace:scale=2,q=0.01,count=100000",
+			"--mechanism", "rr:eps=0.3,k=3,count=50", "--delta", "1e-6", "--tolerance", "1e-8"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	deadline := time.After(2 * time.Minute)
+	for !strings.Contains(stderr.String(), "%") {
+		select {
+		case c := <-code:
+			t.Fatalf("finished (exit %d) before showing progress: %q", c, stderr.String())
+		case <-deadline:
+			t.Fatalf("no progress bar after 2 minutes: %q", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(stderr.String(), "composing") {
+		t.Errorf("progress %q: want the description", stderr.String())
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitInterrupted || !strings.Contains(stderr.String(), "dpkit compose: interrupted") {
+			t.Errorf("exit %d, stderr %q; want 130 and \"interrupted\"", c, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not stopped 10 s after the interrupt")
 	}
 }

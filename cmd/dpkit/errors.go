@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/pld"
 )
 
 // Exit statuses (documented in main.go's package comment and in README.md).
@@ -102,10 +103,11 @@ func classify(err error) (int, string) {
 	var usage *usageError
 	var param *dpkit.ParamError
 	var internal *internalError
+	var pldInternal *pld.InternalError // a panic recovered in pld's worker goroutines
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &internal):
+	case errors.As(err, &internal), errors.As(err, &pldInternal):
 		return exitInternal, codeInternal
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted, codeInterrupted

@@ -96,3 +96,19 @@ func TestCalibrateLaplaceMeetsBudget(t *testing.T) {
 		t.Errorf("missing --sensitivity: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// A mechanism whose loss in one release is beyond what a lattice composes soundly (issue
+// 24: laplace:scale=1e-200, ε0 = 1e200) is refused up front with exit status 2, and the
+// JSON error names the flag to change, --mechanism.
+func TestComposeMechanismBeyondLattice(t *testing.T) {
+	for _, m := range []string{"laplace:scale=1e-200", "laplace:scale=1,sensitivity=1e250"} {
+		checkError(t, "dpkit compose", errorCase{args: []string{"compose", "--mechanism", m, "--delta", "1e-6"}, code: exitUsage,
+			want: []string{"invalid --mechanism \"laplace:", "within ±1e15"}})
+		r := dpkitRun(t, "", "compose", "--mechanism", m, "--delta", "1e-6", "--json")
+		v := decodeJSON(t, r.stdout)
+		e, _ := v["error"].(map[string]any)
+		if r.code != exitUsage || e == nil || e["flag"] != "--mechanism" || e["code"] != "usage" {
+			t.Errorf("%s --json: exit %d, %s; want 2 and flag --mechanism", m, r.code, r.stdout)
+		}
+	}
+}
