@@ -303,44 +303,58 @@ func TestExecutorsAgree(t *testing.T) {
 		schema := schemaOf(intUnit, unit)
 		name := "t" + strconv.Itoa(cases%4) // a few tables: DROP + CREATE per case
 		load(ctx, rt, url, name, rows, intUnit)
-		mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
-		if err != nil {
-			rt.Fatalf("LoadCSV: %v", err)
-		}
 		p, err := query.PrepareSchema(schema, "t", sql, sensitivity.AddRemove)
 		if err != nil {
 			rt.Fatalf("PrepareSchema(%q): %v", sql, err)
 		}
-		live, err := Open(ctx, Source{URL: url, Name: name}, schema, Options{})
-		if err != nil {
-			rt.Fatalf("Open: %v", err)
-		}
+		mem, live := openBoth(ctx, rt, url, name, rows, schema)
 		defer live.Close()
-		want, err := p.Collect(ctx, mem, seed)
-		if err != nil {
-			rt.Fatalf("%s: in memory: %v", sql, err)
-		}
-		got, err := p.Collect(ctx, live, seed)
-		if err != nil {
-			rt.Fatalf("%s: in PostgreSQL: %v", sql, err)
-		}
-		if len(got) != len(want) {
-			rt.Fatalf("%s: %d groups in PostgreSQL, %d in memory:\n%s\n%s", sql, len(got), len(want), dump(got), dump(want))
-		}
-		for i := range want {
-			if got[i].String() != want[i].String() {
-				rt.Fatalf("%s: group %d differs\nPostgreSQL: %s\nin memory:  %s", sql, i, got[i], want[i])
-			}
+		if err := agree(ctx, p, mem, live, seed); err != nil {
+			rt.Fatalf("%s: %v", sql, err)
 		}
 	})
 }
 
-func dump(gs []*query.GroupExact) string {
-	var b strings.Builder
-	for _, g := range gs {
-		b.WriteString(g.String() + "\n")
+// openBoth returns the rows of table name (whose rows are rows) in memory, for the
+// in-memory executor, and as a live table.
+func openBoth(ctx context.Context, t interface{ Fatalf(string, ...any) }, url, name string, rows []row, schema query.Schema) (*query.Table, *Table) {
+	mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
+	if err != nil {
+		t.Fatalf("LoadCSV: %v", err)
 	}
-	return b.String()
+	live, err := Open(ctx, Source{URL: url, Name: name}, schema, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return mem, live
+}
+
+// agree runs plan p with seed on both executors and returns what differs, if anything.
+func agree(ctx context.Context, p *query.Plan, mem *query.Table, live *Table, seed query.Seed) error {
+	want, err := p.Collect(ctx, mem, seed)
+	if err != nil {
+		return fmt.Errorf("in memory: %v", err)
+	}
+	got, err := p.Collect(ctx, live, seed)
+	if err != nil {
+		return fmt.Errorf("in PostgreSQL: %v", err)
+	}
+	dump := func(gs []*query.GroupExact) string {
+		var b strings.Builder
+		for _, g := range gs {
+			b.WriteString(g.String() + "\n")
+		}
+		return b.String()
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%d groups in PostgreSQL, %d in memory:\n%s\n%s", len(got), len(want), dump(got), dump(want))
+	}
+	for i := range want {
+		if got[i].String() != want[i].String() {
+			return fmt.Errorf("group %d differs\nPostgreSQL: %s\nin memory:  %s", i, got[i], want[i])
+		}
+	}
+	return nil
 }
 
 // TestComparisonsExhaustive: every comparison operator with every literal of a list,
@@ -364,14 +378,7 @@ func TestComparisonsExhaustive(t *testing.T) {
 		row{u: "u", g: "a", f: fval{v: math.Inf(1)}, r: fval{v: math.Inf(-1)}, n: nval{text: "1e400"}})
 	load(ctx, t, url, "t", rows, false)
 	schema := schemaOf(false, nil)
-	mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := Open(ctx, Source{URL: url, Name: "t"}, schema, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, live := openBoth(ctx, t, url, "t", rows, schema)
 	defer live.Close()
 	lits := map[string][]float64{"f": fLiterals, "r": fLiterals, "n": {0, 150, -375, 300, 1000, 999.9999999999999, -1000}, "x": {-120.25, -50, -49.5, 0, 30, 100, 100.5, 120}, "k": {-1, 0, 0.5, 2, 4, 4.25, 5}}
 	for col, ls := range lits {
@@ -382,16 +389,8 @@ func TestComparisonsExhaustive(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := p.Collect(ctx, mem, query.Seed{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Collect(ctx, live, query.Seed{})
-				if err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-				if got[0].String() != want[0].String() {
-					t.Errorf("%s: PostgreSQL %s, in memory %s", sql, got[0], want[0])
+				if err := agree(ctx, p, mem, live, query.Seed{}); err != nil {
+					t.Errorf("%s: %v", sql, err)
 				}
 			}
 		}

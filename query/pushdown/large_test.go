@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -64,14 +63,7 @@ func TestExecutorsAgreeLarge(t *testing.T) {
 	}
 	unit := &query.PrivacyUnit{Column: "u", MaxRows: 12, MaxGroups: 2, MaxRowsPerGroup: 5}
 	schema := schemaOf(false, unit)
-	mem, err := query.LoadCSV(strings.NewReader(csvOf(rows)), schema, query.LoadOptions{BoundPerQuery: true, Nulls: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := Open(ctx, Source{URL: url, Name: "big"}, schema, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, live := openBoth(ctx, t, url, "big", rows, schema)
 	defer live.Close()
 	seed := query.Seed{1, 2, 3}
 	for _, sql := range []string{
@@ -88,21 +80,8 @@ func TestExecutorsAgreeLarge(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
-		want, err := p.Collect(ctx, mem, seed)
-		if err != nil {
-			t.Fatalf("%s: in memory: %v", sql, err)
-		}
-		got, err := p.Collect(ctx, live, seed)
-		if err != nil {
-			t.Fatalf("%s: in PostgreSQL: %v", sql, err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d groups in PostgreSQL, %d in memory", sql, len(got), len(want))
-		}
-		for i := range want {
-			if got[i].String() != want[i].String() {
-				t.Errorf("%s: group %d differs\nPostgreSQL: %s\nin memory:  %s", sql, i, got[i], want[i])
-			}
+		if err := agree(ctx, p, mem, live, seed); err != nil {
+			t.Errorf("%s: %v", sql, err)
 		}
 	}
 }
