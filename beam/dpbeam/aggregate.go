@@ -1,6 +1,7 @@
 package dpbeam
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/mechanism"
+	"github.com/dpkit/dpkit/noise"
 )
 
 // PartitionParams are the grouping and contribution bounds every per-partition
@@ -58,6 +60,7 @@ func zeroFn(part string, emit func(string, partial)) { emit(part, partial{}) }
 
 // plan is an aggregation's checked parameters and the stage it reads.
 type plan struct {
+	name   string // the aggregation's name in the job, once registered
 	p      PrivatePCollection
 	part   field
 	public []string
@@ -151,7 +154,11 @@ func (pl *plan) register(name string, pp PartitionParams, noisers ...*noiser) er
 		a.PerPartition = append(a.PerPartition, z.mech.Descriptor())
 		a.guarantee = sumBudgets(a.guarantee, z.guarantee)
 	}
-	return pl.p.spec.register(a)
+	if err := pl.p.spec.register(a); err != nil {
+		return err
+	}
+	pl.name = a.Name
+	return nil
 }
 
 // sumBudgets returns a + b rounded up (δ at most 1).
@@ -182,13 +189,16 @@ type release struct {
 	KeyType   beam.EncodedType
 	Selection *mechanism.PartitionSelectionOptions // nil: public partitions
 	NoNoise   bool                                 // tests only
+	NoiseSeed uint64                               // tests only: seeded noise (testOptions.noiseSeed)
+	Name      string                               // the aggregation's name (salts NoiseSeed)
 	Ticket    *ticket
 
 	sel *mechanism.PartitionSelection
 }
 
 func newRelease(pl *plan) release {
-	r := release{KeyType: beam.EncodedType{T: pl.part.Type}, NoNoise: pl.p.spec.test.noNoise, Ticket: pl.p.spec.ticket}
+	t := pl.p.spec.test
+	r := release{KeyType: beam.EncodedType{T: pl.part.Type}, NoNoise: t.noNoise, NoiseSeed: t.noiseSeed, Name: pl.name, Ticket: pl.p.spec.ticket}
 	if pl.sel != nil {
 		o := pl.sel.Descriptor().Params.(mechanism.PartitionSelectionOptions)
 		r.Selection = &o
@@ -210,17 +220,28 @@ func (r *release) setup() error {
 	return nil
 }
 
+// source returns the randomness of partition part's selection and noise: nil (the
+// secure source of package noise) except under a test's noise seed.
+func (r *release) source(part string) noise.Source {
+	if r.NoiseSeed == 0 {
+		return nil
+	}
+	var k [16]byte
+	binary.LittleEndian.PutUint64(k[:], r.NoiseSeed)
+	return noise.Seeded(keyedHash(k, r.Name, part, ""))
+}
+
 // keep decides whether a partition with units contributing units is released: always
-// for public partitions, by DP partition selection otherwise (under NoNoise: when it
-// has a unit).
-func (r *release) keep(units int64) bool {
+// for public partitions, by DP partition selection drawing from src otherwise (under
+// NoNoise: when it has a unit).
+func (r *release) keep(units int64, src noise.Source) bool {
 	switch {
 	case r.sel == nil:
 		return true
 	case r.NoNoise:
 		return units > 0
 	}
-	return r.sel.Keep(units, nil)
+	return r.sel.Keep(units, src)
 }
 
 // key decodes a partition key for output.

@@ -102,4 +102,4 @@ func discard2(beam.X, beam.Y) {}
 
 func init() { register.Function2x0(discard2) }
 
-var benchRows = []int{200_000}
+var benchRows = []int{1_000_000, 10_000_000}

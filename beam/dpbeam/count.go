@@ -129,7 +129,8 @@ func (fn *countOutFn) Setup() error {
 }
 
 func (fn *countOutFn) ProcessElement(part string, pt partial, emit func(beam.X, int64)) error {
-	if !fn.keep(pt.Units) {
+	src := fn.source(part)
+	if !fn.keep(pt.Units, src) {
 		return nil
 	}
 	k, err := fn.key(part)
@@ -138,7 +139,7 @@ func (fn *countOutFn) ProcessElement(part string, pt partial, emit func(beam.X, 
 	}
 	v := pt.N
 	if !fn.NoNoise {
-		if v, err = fn.z.addInt(v, nil); err != nil {
+		if v, err = fn.z.addInt(v, src); err != nil {
 			return err
 		}
 	}

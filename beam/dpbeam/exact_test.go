@@ -118,7 +118,7 @@ func TestExactAggregates(t *testing.T) {
 	}
 	const seed, k, c, cd = 7, 3, 4, 2
 	rows := genData(n, 1)
-	spec, err := testSpec(PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, true, seed)
+	spec, err := testSpec(PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

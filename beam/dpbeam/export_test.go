@@ -2,15 +2,15 @@ package dpbeam
 
 // Test-only switches (this file is compiled only into the package's tests).
 
-// testSpec returns a job whose aggregations release exact values (noNoise) and keep
-// every partition that has a unit, or whose rows are sampled by a seeded hash (seed ≠
-// 0), with a fixed partition-priority key, so that tests can recompute the bounding.
-func testSpec(p PrivacySpecParams, noNoise bool, seed uint64) (*PrivacySpec, error) {
+// testSpec returns a job with the test options o (see testOptions: exact aggregates,
+// rows sampled by a seeded hash, seeded noise) and a fixed partition-priority key, so
+// that tests can recompute the bounding and reproduce the noise.
+func testSpec(p PrivacySpecParams, o testOptions) (*PrivacySpec, error) {
 	s, err := NewPrivacySpec(p)
 	if err != nil {
 		return nil, err
 	}
-	s.test = testOptions{noNoise: noNoise, seed: seed}
+	s.test = o
 	for i := range s.key {
 		s.key[i] = byte(i + 1)
 	}

@@ -155,7 +155,8 @@ func (fn *quantilesOutFn) ProcessElement(part string, elems func(*qelem) bool, e
 			t.add(e.X)
 		}
 	}
-	if !fn.keep(units) {
+	src := fn.source(part)
+	if !fn.keep(units, src) {
 		return nil
 	}
 	k, err := fn.key(part)
@@ -164,7 +165,7 @@ func (fn *quantilesOutFn) ProcessElement(part string, elems func(*qelem) bool, e
 	}
 	if !fn.NoNoise {
 		t.noisy = map[int32]float64{}
-		t.noise = func(v []float64) ([]float64, error) { return fn.z.addVector(v, nil) }
+		t.noise = func(v []float64) ([]float64, error) { return fn.z.addVector(v, src) }
 	}
 	out := make([]float64, len(fn.Ranks))
 	order := make([]int, len(fn.Ranks))

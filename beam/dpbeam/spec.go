@@ -58,6 +58,10 @@ type PrivacySpec struct {
 type testOptions struct {
 	noNoise bool   // release exact aggregates and keep every non-empty partition
 	seed    uint64 // nonzero: sample rows by a seeded hash instead of fresh randomness
+	// noiseSeed, nonzero, draws each partition's noise and selection from
+	// noise.Seeded(h), h a hash of noiseSeed, the aggregation and the partition (not
+	// private: reproducible statistical tests).
+	noiseSeed uint64
 }
 
 // NewPrivacySpec validates p and returns an empty job.

@@ -14,7 +14,12 @@ import (
 	"github.com/dpkit/dpkit/mechanism"
 )
 
-// frp is the false-rejection probability of each statistical check below.
+// frp is the false-rejection probability of each statistical check below: the
+// probability, over the randomness, that a correct implementation fails it. The noise
+// and the partition selection draw from seeded sources (testOptions.noiseSeed, one
+// stream per aggregation and partition), so each test's outcome is reproducible; only
+// TestBoundingManyRows' row sampling uses the production generator (it is what it
+// checks), so that one check may fail with probability frp on any run.
 const frp = 1e-6
 
 // dkwBound is the Dvoretzky–Kiefer–Wolfowitz bound (Massart's constant): for n i.i.d.
@@ -71,7 +76,7 @@ func TestNoisyOutputs(t *testing.T) {
 		public[i] = i
 		rows = append(rows, row{User: fmt.Sprintf("u%d", i), Day: i, Amount: 10})
 	}
-	spec, err := NewPrivacySpec(PrivacySpecParams{Job: "noise", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}})
+	spec, err := testSpec(PrivacySpecParams{Job: "noise", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}}, testOptions{noiseSeed: 101})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +190,7 @@ func TestSelectionRates(t *testing.T) {
 					rows = append(rows, row{User: fmt.Sprintf("u%d-%d", d, u), Day: d})
 				}
 			}
-			spec, err := NewPrivacySpec(PrivacySpecParams{Job: "rates", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-2}})
+			spec, err := testSpec(PrivacySpecParams{Job: "rates", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-2}}, testOptions{noiseSeed: 102 + uint64(n)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +245,7 @@ func TestBoundingManyRows(t *testing.T) {
 			amounts = append(amounts, row{User: fmt.Sprintf("a%d", u), Day: 0, Amount: float64(d)})
 		}
 	}
-	spec, err := testSpec(PrivacySpecParams{Job: "bounding", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-3}}, true, 0)
+	spec, err := testSpec(PrivacySpecParams{Job: "bounding", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-3}}, testOptions{noNoise: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +331,7 @@ func TestNoisyQuantiles(t *testing.T) {
 	for u := range 20200 {
 		rows = append(rows, row{User: fmt.Sprintf("u%d", u), Day: 1, Amount: float64(u % 101)})
 	}
-	spec, err := NewPrivacySpec(PrivacySpecParams{Job: "quantiles", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-6}})
+	spec, err := testSpec(PrivacySpecParams{Job: "quantiles", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-6}}, testOptions{noiseSeed: 103})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,8 @@ func (fn *sumOutFn) Setup() error {
 }
 
 func (fn *sumOutFn) ProcessElement(part string, pt partial, emit func(beam.X, float64)) error {
-	if !fn.keep(pt.Units) {
+	src := fn.source(part)
+	if !fn.keep(pt.Units, src) {
 		return nil
 	}
 	k, err := fn.key(part)
@@ -140,7 +141,7 @@ func (fn *sumOutFn) ProcessElement(part string, pt partial, emit func(beam.X, fl
 	}
 	v := pt.S
 	if !fn.NoNoise {
-		if v, err = fn.z.addFloat(v, nil); err != nil {
+		if v, err = fn.z.addFloat(v, src); err != nil {
 			return err
 		}
 	}
@@ -170,7 +171,8 @@ func (fn *meanOutFn) Setup() error {
 }
 
 func (fn *meanOutFn) ProcessElement(part string, pt partial, emit func(beam.X, float64)) error {
-	if !fn.keep(pt.Units) {
+	src := fn.source(part)
+	if !fn.keep(pt.Units, src) {
 		return nil
 	}
 	k, err := fn.key(part)
@@ -179,10 +181,10 @@ func (fn *meanOutFn) ProcessElement(part string, pt partial, emit func(beam.X, f
 	}
 	n, sum := pt.N, pt.S
 	if !fn.NoNoise {
-		if n, err = fn.zc.addInt(n, nil); err != nil {
+		if n, err = fn.zc.addInt(n, src); err != nil {
 			return err
 		}
-		if sum, err = fn.zs.addFloat(sum, nil); err != nil {
+		if sum, err = fn.zs.addFloat(sum, src); err != nil {
 			return err
 		}
 	}
