@@ -110,10 +110,13 @@ type Policy struct {
 	Mu           *float64 `json:"mu,omitempty"`
 }
 
-// String names the policy, e.g. "fixed" or "adaptive/advanced".
+// String names the policy, e.g. "fixed", "fixed/gaussian" or "adaptive/advanced".
 func (p Policy) String() string {
-	if p.Kind == Adaptive {
+	switch {
+	case p.Kind == Adaptive:
 		return string(p.Kind) + "/" + string(p.Filter)
+	case p.Kind == Fixed && p.Mechanism != "":
+		return string(p.Kind) + "/" + p.Mechanism
 	}
 	return string(p.Kind)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -201,7 +202,14 @@ Policies:
              queries are chosen adaptively, since the cost is fixed in advance. When
              every release is pure ε-DP (Laplace, geometric, randomized response,
              exponential), --pure (δ0 = 0) gives a larger ε0: for 20 releases in
-             (ε=1, δ=1e-6), 0.05695 instead of 0.05611
+             (ε=1, δ=1e-6), 0.05695 instead of 0.05611.
+             With --mechanism gaussian: K Gaussian releases, each at most μ0-GDP,
+             μ0 = μ/√K, where μ is the largest GDP parameter whose curve meets (E, D)
+             (needs D > 0): K releases of μ0-GDP compose exactly to √K·μ0-GDP
+             (Dong–Roth–Su, Gaussian differential privacy, Cor. 3.3), which beats
+             KOV's composition of their (ε, δ) points. Each spend names its
+             mechanism, --mechanism gaussian:sigma=S,sensitivity=Δ (μ = Δ/σ ≤ μ0);
+             its --eps/--delta are recorded as given
   plan       the declared list of costs (--plan, in order, then --plan-mechanism),
              consumed in order; the exact composition of the whole plan must fit the
              total — by the mechanisms' privacy loss distributions when slots name
@@ -211,6 +219,12 @@ Policies:
              chosen parameters decides: --filter basic (Σε ≤ E, Σδ ≤ D, exact sums) or
              --filter advanced (Whitehouse–Ramdas–Rogers–Wu 2023:
              sqrt(2 ln(1/D') Σε²) + Σε²/2 ≤ E and Σδ ≤ D − D', D' = --filter-delta)
+             or --filter gaussian (Smith–Thakurta 2022, fully adaptive composition
+             for Gaussian DP: releases of μ_i-GDP, each μ_i chosen after the earlier
+             answers, accepted while Σμ_i² ≤ μ², μ the largest GDP parameter whose
+             curve meets (E, D); needs D > 0). Each spend names its Gaussian
+             mechanism (spend --mechanism gaussian:sigma=S,sensitivity=Δ, μ_i = Δ/σ),
+             and is charged μ_i
 
 Flags:
   --budget ID            budget name: 1–128 characters from A-Z a-z 0-9 . _ : @ - (required)
@@ -223,6 +237,7 @@ Flags:
   --release-delta D0     fixed: per-release δ0 in [0, 1] (default D/(2K))
   --pure                 fixed: every release is pure ε-DP, δ0 = 0 (releases with
                          δ > 0 are then refused)
+  --mechanism gaussian   fixed: K Gaussian releases accounted in Gaussian DP (above)
   --plan EPS[,DELTA[,COUNT]]
                          plan: COUNT releases of (EPS, DELTA) (DELTA default 0, COUNT
                          default 1). Repeatable; the order is the plan's order
@@ -230,7 +245,7 @@ Flags:
                          plan: count= (default 1) releases of the mechanism (as in
                          dpkit compose --mechanism), each costing at most (EPS, DELTA).
                          Repeatable; these slots follow the --plan slots, in order
-  --filter F             adaptive: basic or advanced
+  --filter F             adaptive: basic, advanced or gaussian
   --filter-delta D'      adaptive, advanced filter: the filter's share δ' of D, in (0, D]
   --db PATH|URL          SQLite file or postgres:// URL (required)
   --json                 print the budget's definition as JSON
@@ -242,17 +257,20 @@ Exit status: 0 success; 1 the budget exists, or the policy cannot fit the total
 Examples:
   dpkit ledger create --db ledger.db --budget flu --eps 1 --delta 1e-6 --policy fixed --releases 40
   dpkit ledger create --db ledger.db --budget counts --eps 1 --delta 1e-6 --policy fixed --releases 20 --pure
+  dpkit ledger create --db ledger.db --budget sums --eps 1 --delta 1e-6 --policy fixed --releases 100 --mechanism gaussian
   dpkit ledger create --db ledger.db --budget census --eps 2 --delta 1e-6 --policy plan --plan 0.5,1e-7,2 --plan 0.25,0,4
   dpkit ledger create --db ledger.db --budget model --eps 2 --delta 1e-6 --policy plan \
       --plan-mechanism 'gaussian:sigma=40,sensitivity=1,count=100@0.25,1e-20'
   dpkit ledger create --db ledger.db --budget sales --eps 1 --delta 1e-6 --policy adaptive --filter advanced --filter-delta 1e-6
   dpkit ledger create --db ledger.db --budget sales.alice --parent sales --eps 0.5 --delta 0 --policy adaptive --filter basic
+  dpkit ledger create --db ledger.db --budget model --eps 2 --delta 1e-6 --policy adaptive --filter gaussian
 `
 
 // ledgerCreate is "dpkit ledger create": its flags, and how they make a ledger.Spec.
 type ledgerCreate struct {
 	ledgerCommon
 	budget, parent, policy, filter string
+	mechanism                      string
 	eps, delta                     *floatFlag
 	releases                       countFlag
 	releaseDelta                   *floatFlag
@@ -268,7 +286,7 @@ var ledgerCreateFlags = paramFlags{names: map[string]string{
 	"epsilon": "--eps", "delta": "--delta", "releases": "--releases",
 	"release delta": "--release-delta", "release_delta": "--release-delta",
 	"filter": "--filter", "filter delta": "--filter-delta", "filter_delta": "--filter-delta",
-	"parent": "--parent", "policy": "--policy", "plan": "--plan",
+	"parent": "--parent", "policy": "--policy", "plan": "--plan", "mechanism": "--mechanism",
 }}
 
 func newLedgerCreate(s streams) *cobra.Command {
@@ -283,12 +301,14 @@ func newLedgerCreate(s streams) *cobra.Command {
 	f.Var(&c.releases, "releases", "")
 	f.Var(c.releaseDelta, "release-delta", "")
 	f.BoolVar(&c.pure, "pure", false, "")
+	f.StringVar(&c.mechanism, "mechanism", "", "")
 	f.Var(&c.plan, "plan", "")
 	f.StringArrayVar(&c.planMechs, "plan-mechanism", nil, "")
 	f.StringVar(&c.filter, "filter", "", "")
 	f.Var(c.filterDelta, "filter-delta", "")
 	completeWords(cmd, "policy", "fixed", "plan", "adaptive")
-	completeWords(cmd, "filter", "basic", "advanced")
+	completeWords(cmd, "filter", "basic", "advanced", "gaussian")
+	completeWords(cmd, "mechanism", "gaussian")
 	return cmd
 }
 
@@ -317,8 +337,16 @@ func (c *ledgerCreate) run(ctx context.Context) error {
 	}
 	return c.output(def, func(w io.Writer) error {
 		fmt.Fprintf(w, "created budget %q: total %v, policy %s\n", def.ID, def.Total, def.Policy)
-		if pr := def.Policy.PerRelease; pr != nil {
-			fmt.Fprintf(w, "each of the %d releases may cost up to epsilon %s, delta %s\n", def.Policy.Releases, formatFloat(pr.Epsilon), formatFloat(pr.Delta))
+		p := def.Policy
+		switch {
+		case p.PerReleaseMu != nil && p.Mu != nil && p.PerRelease != nil:
+			fmt.Fprintf(w, "each of the %d Gaussian releases may be at most mu0 %s (sigma >= sensitivity/mu0); together at most mu %s\n",
+				p.Releases, formatFloat(*p.PerReleaseMu), formatFloat(*p.Mu))
+			fmt.Fprintf(w, "(one such release is (epsilon %s, delta %s)-DP)\n", formatFloat(p.PerRelease.Epsilon), formatFloat(p.PerRelease.Delta))
+		case p.PerRelease != nil:
+			fmt.Fprintf(w, "each of the %d releases may cost up to epsilon %s, delta %s\n", p.Releases, formatFloat(p.PerRelease.Epsilon), formatFloat(p.PerRelease.Delta))
+		case p.Filter == ledger.GaussianFilter && p.Mu != nil:
+			fmt.Fprintf(w, "Gaussian releases of mu_i are accepted while the sum of mu_i^2 is at most mu^2, mu %s\n", formatFloat(*p.Mu))
 		}
 		return nil
 	})
@@ -327,8 +355,8 @@ func (c *ledgerCreate) run(ctx context.Context) error {
 // policySpec builds the policy from the flags, refusing flags of another policy.
 func (c *ledgerCreate) policySpec() (ledger.Policy, error) {
 	kind := ledger.Kind(c.policy)
-	if kind != ledger.Fixed && (c.releases.set || c.releaseDelta.set || c.pure) {
-		return ledger.Policy{}, usagef("--releases, --release-delta and --pure apply to --policy fixed only")
+	if kind != ledger.Fixed && (c.releases.set || c.releaseDelta.set || c.pure || c.mechanism != "") {
+		return ledger.Policy{}, usagef("--releases, --release-delta, --pure and --mechanism apply to --policy fixed only")
 	}
 	if kind != ledger.Plan && (len(c.plan) > 0 || len(c.planMechs) > 0) {
 		return ledger.Policy{}, usagef("--plan and --plan-mechanism apply to --policy plan only")
@@ -343,7 +371,7 @@ func (c *ledgerCreate) policySpec() (ledger.Policy, error) {
 		return c.planPolicy()
 	case ledger.Adaptive:
 		if c.filter == "" {
-			return ledger.Policy{}, usagef("--policy adaptive needs --filter basic or --filter advanced")
+			return ledger.Policy{}, usagef("--policy adaptive needs --filter basic, advanced or gaussian")
 		}
 		p := ledger.Policy{Kind: ledger.Adaptive, Filter: ledger.Filter(c.filter), FilterDelta: c.filterDelta.value}
 		if p.Filter == ledger.AdvancedFilter && !c.filterDelta.set {
@@ -362,6 +390,17 @@ func (c *ledgerCreate) fixedPolicy() (ledger.Policy, error) {
 		return ledger.Policy{}, usagef("--policy fixed needs --releases K")
 	}
 	p := ledger.Policy{Kind: ledger.Fixed, Releases: c.releases.value}
+	switch c.mechanism {
+	case "":
+	case ledger.GaussianMechanism:
+		if c.pure || c.releaseDelta.set {
+			return ledger.Policy{}, usagef("--mechanism gaussian excludes --pure and --release-delta: Gaussian releases are accounted by their μ, not by a per-release (ε0, δ0)")
+		}
+		p.Mechanism = ledger.GaussianMechanism
+		return p, nil
+	default:
+		return ledger.Policy{}, flagErrorf("--mechanism", "invalid --mechanism %s: want gaussian (or no --mechanism: releases accounted by (ε0, δ0))", dpkit.FormatValue(c.mechanism))
+	}
 	switch {
 	case c.pure && c.releaseDelta.set:
 		return ledger.Policy{}, usagef("--pure and --release-delta both given: --pure means --release-delta 0")
@@ -503,13 +542,16 @@ What a budget has used: its releases and the spent (ε, δ) under its policy —
 and plan budgets the exact optimal composition of the releases so far (ε at the total δ,
 δ at the total ε; never below the optimum); for adaptive/basic the exact Σε and Σδ
 (rounded up); for adaptive/advanced the filter's level sqrt(2 ln(1/δ') Σε²) + Σε²/2 and
-δ' + Σδ. Without --budget, every budget.
+δ' + Σδ; for Gaussian budgets (fixed --mechanism gaussian, --filter gaussian) the μ of
+the releases' composition (spent mu: √(Σμ_i²), rounded up) and its curve's ε at the total δ
+and δ at the total ε. Without --budget, every budget.
 
 Flags:
   --budget ID     one budget (default: all)
   --db PATH|URL   SQLite file or postgres:// URL (required)
   --json          print the status object ({"id":…,"total":…,"policy":…,"releases":…,
-                  "spent_epsilon":…,"spent_delta":…}), or {"budgets":[…]} for all
+                  "spent_epsilon":…,"spent_delta":…}, and "spent_mu" for a Gaussian
+                  budget), or {"budgets":[…]} for all
   -h, --help      show this help
 `
 
@@ -549,11 +591,25 @@ func newLedgerStatus(s streams) *cobra.Command {
 			v = sts[0]
 		}
 		return c.output(v, func(w io.Writer) error {
+			// A Gaussian budget's spent μ (the releases are jointly μ-GDP) in a column of
+			// its own, shown when a budget has one.
+			gaussian := slices.ContainsFunc(sts, func(st ledger.Status) bool { return st.SpentMu != nil })
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "budget\tparent\tpolicy\ttotal epsilon\ttotal delta\treleases\tspent epsilon\tspent delta")
+			fmt.Fprint(tw, "budget\tparent\tpolicy\ttotal epsilon\ttotal delta\treleases\tspent epsilon\tspent delta")
+			if gaussian {
+				fmt.Fprint(tw, "\tspent mu")
+			}
+			fmt.Fprintln(tw)
 			for _, st := range sts {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.ID, orDash(st.Parent), st.Policy, formatFloat(st.Total.Epsilon),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", st.ID, orDash(st.Parent), st.Policy, formatFloat(st.Total.Epsilon),
 					formatFloat(st.Total.Delta), st.Releases, formatFloat(st.SpentEpsilon), formatFloat(st.SpentDelta))
+				switch {
+				case st.SpentMu != nil:
+					fmt.Fprintf(tw, "\t%s", formatFloat(*st.SpentMu))
+				case gaussian:
+					fmt.Fprint(tw, "\t-")
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		})
@@ -636,9 +692,13 @@ Under the budget's policy (and its parent's, for a sub-budget): how many more re
 cost (E, D) fit one after another, and the largest ε one more release with δ = D may
 have. A snapshot: concurrent spends may use the budget meanwhile.
 
+For a Gaussian budget (--mechanism gaussian, --filter gaussian) both are in μ: --eps is
+read as the μ of each further release (under the Gaussian filter; a fixed Gaussian budget
+counts releases), and the answer is the largest μ one more release may have.
+
 Flags:
   --budget ID     the budget (required)
-  --eps E         the cost's ε, finite ≥ 0 (default 0)
+  --eps E         the cost's ε (Gaussian budgets: its μ), finite ≥ 0 (default 0)
   --delta D       the cost's δ in [0, 1] (default 0)
   --db PATH|URL   SQLite file or postgres:// URL (required)
   --json          print {"cost":{"epsilon":…,"delta":…},"releases":…,
@@ -663,7 +723,24 @@ func newLedgerRemaining(s streams) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		def, err := l.Definition(ctx, budget)
+		if err != nil {
+			return err
+		}
 		return c.output(r, func(w io.Writer) error {
+			if p := def.Policy; p.Mechanism == ledger.GaussianMechanism || p.Filter == ledger.GaussianFilter {
+				if p.PerReleaseMu != nil {
+					fmt.Fprintf(w, "Gaussian releases (each of mu at most %s) that still fit: %s\n", formatFloat(*p.PerReleaseMu), countText(r.Releases))
+				} else {
+					fmt.Fprintf(w, "Gaussian releases of mu %s that still fit: %s\n", formatFloat(eps.value), countText(r.Releases))
+				}
+				if r.NextAllowed {
+					_, err := fmt.Fprintf(w, "largest mu of the next release: %s\n", formatFloat(r.NextEpsilon))
+					return err
+				}
+				_, err := fmt.Fprintln(w, "no further release fits")
+				return err
+			}
 			fmt.Fprintf(w, "releases of (epsilon %s, delta %s) that still fit: %s\n", formatFloat(eps.value), formatFloat(delta.value), countText(r.Releases))
 			if r.NextAllowed {
 				_, err := fmt.Fprintf(w, "largest epsilon of the next release with delta %s: %s\n", formatFloat(delta.value), formatFloat(r.NextEpsilon))

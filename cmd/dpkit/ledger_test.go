@@ -1,8 +1,10 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -189,5 +191,75 @@ func TestLedgerPureAndEmptyFilter(t *testing.T) {
 	st := decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--budget", "filter", "--json"))
 	if number(t, st, "spent_delta") != 0 || number(t, st, "spent_epsilon") != 0 {
 		t.Errorf("empty advanced filter: %v, want nothing spent", st)
+	}
+}
+
+// Gaussian budgets from the command line (issue 25 item 6): --mechanism gaussian (fixed)
+// and --filter gaussian (adaptive). μ is the largest GDP parameter whose curve
+// δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth and Su, "Gaussian differential
+// privacy", Cor. 2.13) meets the total. References: the root of δ_μ(ε) = 1e-6 with mpmath
+// 1.3.0 at 60 digits (bisection, 300 halvings of [1e-6, 50]), independent of dpkit:
+// ε = 1: μ = 0.2367043806634357096; ε = 2: μ = 0.4483347403951927753. ledger.GaussianMu
+// is at most 1e-12 (relative) below the root and never above it.
+func TestLedgerGaussian(t *testing.T) {
+	const muAt1, muAt2, tol = 0.2367043806634357096, 0.4483347403951927753, 1e-12
+	below := func(got, want float64) bool { return got <= want && got >= want*(1-tol) }
+	db := filepath.Join(t.TempDir(), "l.db")
+	mustSucceed(t, "", "ledger", "init", "--db", db)
+
+	v := decodeJSON(t, mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "sums", "--eps", "1", "--delta", "1e-6",
+		"--policy", "fixed", "--releases", "100", "--mechanism", "gaussian", "--json"))
+	p := v["policy"].(map[string]any)
+	mu, mu0 := number(t, p, "mu"), number(t, p, "per_release_mu")
+	if p["mechanism"] != "gaussian" || !below(mu, muAt1) || !below(mu0, muAt1/10) || mu0*10 > mu {
+		t.Fatalf("fixed Gaussian budget: %v, want μ ≈ %v and μ0 = μ/10", p, muAt1)
+	}
+	out := mustSucceed(t, "", "ledger", "create", "--db", db, "--budget", "model", "--eps", "2", "--delta", "1e-6",
+		"--policy", "adaptive", "--filter", "gaussian")
+	if !strings.Contains(out, "policy adaptive/gaussian") || !strings.Contains(out, "mu 0.4483347403") {
+		t.Fatalf("create --filter gaussian: %q", out)
+	}
+	st := decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--budget", "model", "--json"))
+	if m := number(t, st["policy"].(map[string]any), "mu"); !below(m, muAt2) {
+		t.Fatalf("Gaussian filter μ = %v, want ≈ %v", m, muAt2)
+	}
+
+	// Fixed: a release of μ = 1/50 ≤ μ0 fits, one of μ = 1/40 > μ0 does not.
+	mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "sums", "--eps", "0.1", "--delta", "1e-8", "--mechanism", "gaussian:sigma=50,sensitivity=1")
+	if r := dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "sums", "--eps", "0.1", "--delta", "1e-8", "--mechanism", "gaussian:sigma=40,sensitivity=1"); r.code != exitFailure || !strings.Contains(r.stderr, "μ0") {
+		t.Errorf("a release above μ0: exit %d, %q", r.code, r.stderr)
+	}
+	// The filter: releases of μ = 1/4 while Σμ² ≤ μ² = 0.2010: three fit (0.1875), not four.
+	for range 3 {
+		mustSucceed(t, "", "ledger", "spend", "--db", db, "--budget", "model", "--eps", "0.1", "--mechanism", "gaussian:sigma=4,sensitivity=1")
+	}
+	if r := dpkitRun(t, "", "ledger", "spend", "--db", db, "--budget", "model", "--eps", "0.1", "--mechanism", "gaussian:sigma=4,sensitivity=1"); r.code != exitFailure || !strings.Contains(r.stderr, "Σμ²") {
+		t.Errorf("a fourth release under the filter: exit %d, %q", r.code, r.stderr)
+	}
+	st = decodeJSON(t, mustSucceed(t, "", "ledger", "status", "--db", db, "--budget", "model", "--json"))
+	if m := number(t, st, "spent_mu"); m < math.Sqrt(0.1875) || m > math.Sqrt(0.1875)*(1+1e-15) {
+		t.Errorf("spent μ %v, want √(3/16) = 0.4330127018922193 rounded up", m)
+	}
+	table := mustSucceed(t, "", "ledger", "status", "--db", db)
+	if !strings.Contains(table, "spent mu") || !strings.Contains(table, "fixed/gaussian") || !strings.Contains(table, "0.02") {
+		t.Errorf("status table: %q", table)
+	}
+	if out := mustSucceed(t, "", "ledger", "remaining", "--db", db, "--budget", "model", "--eps", "0.1"); !strings.Contains(out, "Gaussian releases of mu 0.1 that still fit: 1\n") {
+		t.Errorf("remaining under the filter: %q", out) // (0.2010 − 0.1875)/0.01 = 1.35
+	}
+	if out := mustSucceed(t, "", "ledger", "remaining", "--db", db, "--budget", "sums"); !strings.Contains(out, "that still fit: 99\n") {
+		t.Errorf("remaining of the fixed Gaussian budget: %q", out)
+	}
+
+	base := []string{"ledger", "create", "--db", db, "--budget", "x", "--eps", "1"}
+	for _, c := range []errorCase{
+		{name: "delta0", args: append(slices.Clone(base), "--delta", "0", "--policy", "fixed", "--releases", "10", "--mechanism", "gaussian"), code: exitUsage, want: []string{"--delta 0", "δ > 0"}},
+		{name: "laplace", args: append(slices.Clone(base), "--delta", "1e-6", "--policy", "fixed", "--releases", "10", "--mechanism", "laplace"), code: exitUsage, want: []string{"invalid --mechanism laplace"}},
+		{name: "pure", args: append(slices.Clone(base), "--delta", "1e-6", "--policy", "fixed", "--releases", "10", "--mechanism", "gaussian", "--pure"), code: exitUsage, want: []string{"excludes --pure"}},
+		{name: "adaptive", args: append(slices.Clone(base), "--delta", "1e-6", "--policy", "adaptive", "--filter", "basic", "--mechanism", "gaussian"), code: exitUsage, want: []string{"--policy fixed only"}},
+		{name: "filter-delta", args: append(slices.Clone(base), "--delta", "1e-6", "--policy", "adaptive", "--filter", "gaussian", "--filter-delta", "1e-7"), code: exitUsage, want: []string{"invalid --filter-delta 1e-07"}},
+		{name: "filter-delta0", args: append(slices.Clone(base), "--delta", "0", "--policy", "adaptive", "--filter", "gaussian"), code: exitUsage, want: []string{"--delta 0"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkError(t, "dpkit ledger create", c) })
 	}
 }
