@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/dpkit/dpkit"
+	"github.com/dpkit/dpkit/internal/testenv"
+	"gonum.org/v1/gonum/floats/scalar"
 )
 
 // reference is testdata/reference.json: values of the exact composition computed
@@ -29,9 +31,11 @@ type reference struct {
 	} `json:"cases"`
 }
 
-func loadReference(t *testing.T) reference {
+func loadReference(t *testing.T) reference { return loadReferenceFile(t, "testdata/reference.json") }
+
+func loadReferenceFile(t *testing.T, path string) reference {
 	t.Helper()
-	b, err := os.ReadFile("testdata/reference.json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +57,29 @@ const (
 	ulpSlack    = 1e-15
 )
 
-func TestReference(t *testing.T) {
-	ref := loadReference(t)
+func TestReference(t *testing.T) { checkReference(t, loadReference(t), nil) }
+
+// TestExtremes checks the exact composition at the extremes of issue 24 item 7 — k up to
+// 10^12, ε up to 10^3, δ down to 1e-300, and the calibration at k = 10^12 — against
+// testdata/extremes.json, 60-digit values from testdata/gen_extremes.py (binomial tails
+// by quadrature of the incomplete beta function; see testdata/README.md), with the same
+// tolerances as TestReference: never below, at most 1e-9 relative above. The cases at
+// k ≥ 10^11 take seconds each on two busy cores: all but the issue's own
+// (k1e12_e1e-6_eps_at_delta0.001) run in the long step.
+func TestExtremes(t *testing.T) {
+	checkReference(t, loadReferenceFile(t, "testdata/extremes.json"), func(name string, k float64) bool {
+		return k >= 1e11 && name != "k1e12_e1e-6_eps_at_delta0.001"
+	})
+}
+
+// checkReference checks every case of ref; the cases long says are heavy run in the long
+// step only (testenv.Long).
+func checkReference(t *testing.T, ref reference, long func(name string, k float64) bool) {
 	for _, c := range ref.Cases {
 		t.Run(c.Name, func(t *testing.T) {
+			if long != nil && long(c.Name, math.Max(totalCount(c.Mechs), float64(c.K))) {
+				testenv.Long(t)
+			}
 			want, err := strconv.ParseFloat(c.Want, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -87,6 +110,9 @@ func TestReference(t *testing.T) {
 				}
 				checkBracket(t, r, r.Delta, want, opts.Tolerance)
 			case "max_eps_per_query":
+				if testing.Short() && c.K > 1e8 {
+					t.Skip("large k in -short")
+				}
 				got, err := MaxEpsilonPerQuery(c.K, c.QueryDelta, c.Total)
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +169,39 @@ func TestErrataItem1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Exact || math.Abs(r.Epsilon-21.7096126245282125)/21.7096 > 1e-12 {
+	if !r.Exact || !scalar.EqualWithinRel(r.Epsilon, 21.7096126245282125, 1e-12) {
 		t.Fatalf("got %+v", r)
+	}
+}
+
+// Issue 24 item 2: a calibration never returns a per-query ε0 that its own composition
+// puts over the budget. At the Johnson–Lindenstrauss rows' extreme (k = 85533 rows of
+// δ0 = δ/(2k) within (5e-10, 2.4e-3), where the two once disagreed by 2e-6 relative)
+// and at ordinary totals: Epsilon(k × (ε0, δ0), δ) ≤ ε and Delta(…, ε) ≤ δ, and ε0 is
+// at most the 60-digit maximum of testdata/extremes.json ("maxeps_k85533_jl",
+// 1.030350195212372925855e-05, gen_extremes.py) and within 1e-9 of it.
+func TestMaxEpsilonPerQueryWithinOwnComposition(t *testing.T) {
+	const k = 85533
+	d0 := 2.4e-3 / (2 * k)
+	for _, total := range []dpkit.Budget{{Epsilon: 5e-10, Delta: 2.4e-3}, {Epsilon: 1e-6, Delta: 2.4e-3}, {Epsilon: 1, Delta: 2.4e-3}, {Epsilon: 0.1, Delta: 1.3e-3}} {
+		e0, err := MaxEpsilonPerQuery(k, d0, total)
+		if err != nil {
+			t.Fatalf("%v: %v", total, err)
+		}
+		ms := []Mech{{Epsilon: e0, Delta: d0, Count: k}}
+		re, err := Epsilon(ms, total.Delta, nil)
+		if err != nil || re.Epsilon > total.Epsilon {
+			t.Errorf("%v: ε0 = %.17g composes to ε = %.17g (%v), over the budget", total, e0, re.Epsilon, err)
+		}
+		rd, err := Delta(ms, total.Epsilon, nil)
+		if err != nil || rd.Delta > total.Delta {
+			t.Errorf("%v: ε0 = %.17g composes to δ = %.17g at ε (%v), over the budget", total, e0, rd.Delta, err)
+		}
+		if total.Epsilon == 5e-10 {
+			const want = 1.030350195212372925855e-05
+			if e0 > want*(1+ulpSlack) || e0 < want*(1-exactRelTol) {
+				t.Errorf("ε0 = %.17g, reference %.17g", e0, want)
+			}
+		}
 	}
 }
