@@ -316,6 +316,9 @@ func (c *Composition) Delta(eps float64) (upper, lower float64, err error) {
 	if eps >= c.maxLoss { // no loss exceeds maxLoss: only δ-events remain
 		upper = math.Min(upper, c.floor)
 	}
+	if c.tiltUp > 0 && eps == c.opts.Epsilon {
+		upper, lower = math.Min(upper, c.tiltUp), math.Max(lower, c.tiltLo)
+	}
 	return upper, math.Min(lower, upper), nil
 }
 

@@ -106,6 +106,9 @@ type Composition struct {
 	maxLoss, floor float64
 	opts           Options
 	work           int64
+	// tiltUp, tiltLo bracket δ(opts.Epsilon) by the tilted lattice (refineTilted; 0, 0:
+	// not computed).
+	tiltUp, tiltLo float64
 }
 
 // Compose returns the privacy curve of running every item's mechanism Count times: it is
@@ -150,6 +153,9 @@ func ComposeContext(ctx context.Context, items []Item, opts *Options) (c *Compos
 		return nil, err
 	}
 	c.refine(p, m, tol, adaptive)
+	if o.Epsilon > 0 && len(w.list) == 1 && w.mu2 == 0 {
+		c.refineTilted(w.list[0], m, adaptive)
+	}
 	c.work = m.done()
 	m.finish()
 	if err := c.check(); err != nil {
