@@ -30,12 +30,27 @@ func (fn *genFn) ProcessElement(shard int, emit func(row)) {
 
 func dayAmount(r row) (int, float64) { return r.Day, r.Amount }
 func dayOf(r row) int                { return r.Day }
+func byUser(r row) (string, row)     { return r.User, r }
+
+// userDays reads a user's rows after the shuffle by user and emits their (day,
+// amount) pairs: the non-DP pipeline with the grouping by privacy unit that
+// contribution bounding needs, and no bounding.
+func userDays(_ string, rows func(*row) bool, emit func(int, float64)) {
+	var r row
+	for rows(&r) {
+		emit(r.Day, r.Amount)
+	}
+}
 
 func init() {
 	register.DoFn2x0[int, func(row)](&genFn{})
 	register.Emitter1[row]()
 	register.Function1x2(dayAmount)
 	register.Function1x1(dayOf)
+	register.Function1x2(byUser)
+	register.Function3x0(userDays)
+	register.Iter1[row]()
+	register.Emitter2[int, float64]()
 }
 
 func genRows(s beam.Scope, rows int) beam.PCollection {
@@ -48,9 +63,10 @@ func genRows(s beam.Scope, rows int) beam.PCollection {
 }
 
 // BenchmarkCountSum: a DP count and sum per partition (100 days, 10 rows per unit,
-// max_partitions 4, max_contributions 3, partition selection) next to the same counts
-// and sums without DP (Beam's stats.Count and stats.SumPerKey), on Prism in this
-// process.
+// max_partitions 4, max_contributions 3, partition selection; "dp") next to the same
+// counts and sums without DP (Beam's stats.Count and stats.SumPerKey; "plain"), and
+// the same without DP after a GroupByKey by user ("byunit": the shuffle by privacy
+// unit that any contribution bounding needs), on Prism in this process.
 func BenchmarkCountSum(b *testing.B) {
 	for _, rows := range benchRows {
 		b.Run(fmt.Sprintf("rows=%.0e/plain", float64(rows)), func(b *testing.B) {
@@ -59,6 +75,17 @@ func BenchmarkCountSum(b *testing.B) {
 				col := genRows(s, rows)
 				beam.ParDo0(s, discard2, stats.Count(s, beam.ParDo(s, dayOf, col)))
 				beam.ParDo0(s, discard2, stats.SumPerKey(s, beam.ParDo(s, dayAmount, col)))
+				if _, err := runBench(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("rows=%.0e/byunit", float64(rows)), func(b *testing.B) {
+			for b.Loop() {
+				p, s := beam.NewPipelineWithRoot()
+				pairs := beam.ParDo(s, userDays, beam.GroupByKey(s, beam.ParDo(s, byUser, genRows(s, rows))))
+				beam.ParDo0(s, discard2, stats.Count(s, beam.DropValue(s, pairs)))
+				beam.ParDo0(s, discard2, stats.SumPerKey(s, pairs))
 				if _, err := runBench(p); err != nil {
 					b.Fatal(err)
 				}

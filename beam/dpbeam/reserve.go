@@ -115,8 +115,12 @@ func (s *PrivacySpec) Reserve(ctx context.Context, l *ledger.Ledger, budget stri
 		return nil, fmt.Errorf("dpbeam: job %q refused by the ledger: %w", s.job, err)
 	}
 	if rc.Replayed && !opts.AllowRerun {
-		return nil, fmt.Errorf("%w: job %q was reserved on budget %q at %s (release %d, %v); a second run would publish fresh noise on the same data at a cost the ledger does not record — read the first run's outputs, or give a new job a new name (ReserveOptions.AllowRerun retries a run whose outputs were never published)",
-			ErrRerun, s.job, budget, rc.Release.Time.Format(time.RFC3339), rc.Release.Seq, rc.Release.Cost)
+		twice := "twice its cost"
+		if c, _, err := s.composed(2); err == nil && c.Method != "" {
+			twice = c.Budget.String()
+		}
+		return nil, fmt.Errorf("%w: job %q was reserved on budget %q at %s (release %d, %v); a second run would publish fresh noise on the same data: the outputs of both runs together cost %s, which the ledger does not record — read the first run's outputs, or give a new job a new name (ReserveOptions.AllowRerun retries a run whose outputs were never published)",
+			ErrRerun, s.job, budget, rc.Release.Time.Format(time.RFC3339), rc.Release.Seq, rc.Release.Cost, twice)
 	}
 	s.reserved = &Reservation{Release: rc.Release, Cost: cost, Rerun: rc.Replayed}
 	s.ticket.Reserved, s.ticket.Seq = true, rc.Release.Seq

@@ -280,3 +280,65 @@ func TestParamErrors(t *testing.T) {
 		t.Errorf("%d refused aggregations were registered", len(spec.aggs))
 	}
 }
+
+// TestRerunCost: the outputs of r runs of a job are the r-fold composition of its
+// releases. A pure-ε job (Laplace counts, public partitions, δ = 0) costs exactly r·ε;
+// the five Gaussian sums of TestCostComposition, run twice, compose to the Gaussian of
+// μ = √10·μ(1, 10^−6) (closed form, pld.GaussianEpsilon) at δ = 2·10^−5.
+func TestRerunCost(t *testing.T) {
+	spec, _, _ := countJob(t, "rerun", 0.75)
+	one, err := spec.Cost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := spec.RerunCost(1); err != nil || c.Budget != one.Budget {
+		t.Errorf("RerunCost(1) = %v, %v; want Cost() = %v", c, err, one)
+	}
+	for _, r := range []int{2, 3, MaxRuns} {
+		c, err := spec.RerunCost(r)
+		if want := (dpkit.Budget{Epsilon: 0.75 * float64(r)}); err != nil || c.Budget != want || c.Method != "basic" {
+			t.Errorf("RerunCost(%d) = %+v, %v; want %v (basic)", r, c, err, want)
+		}
+	}
+	for _, r := range []int{0, -1, MaxRuns + 1} {
+		var pe *dpkit.ParamError
+		if _, err := spec.RerunCost(r); !errors.As(err, &pe) || pe.Name != "runs" {
+			t.Errorf("RerunCost(%d): %v, want a ParamError on runs", r, err)
+		}
+	}
+
+	g, err := NewPrivacySpec(PrivacySpecParams{Job: "five-twice", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := beam.NewPipeline().Root()
+	pcol, err := MakePrivate(s, beam.CreateList(s, []row{{User: "a"}}), g, "User")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := SumPerKey(s, pcol, SumParams{PartitionParams: PartitionParams{Partition: "Day", MaxPartitions: 4, MaxContributions: 2, PublicPartitions: []int{1}},
+			Value: "Amount", Min: 0, Max: 10, Noise: GaussianNoise, Budget: dpkit.Budget{Epsilon: 1, Delta: 1e-6}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two, err := g.RerunCost(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu, err := pld.GaussianMu(1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pld.GaussianEpsilon(math.Sqrt(10)*mu, 2e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("two runs: ε %.17g, Gaussian ε %.17g", two.Epsilon, want)
+	if two.Method != "pld" || two.Delta != 2e-5 || two.Epsilon > want*(1+1e-12) || two.Epsilon < want*(1-1e-5) {
+		t.Errorf("RerunCost(2) = %+v, want ε = %.6g at δ = 2e-5 by pld", two, want)
+	}
+	if one, _ := g.Cost(); !(two.Epsilon > one.Epsilon && two.Epsilon < 2*one.Epsilon) {
+		t.Errorf("two runs cost ε %g, one %g: want between one and twice", two.Epsilon, one.Epsilon)
+	}
+}

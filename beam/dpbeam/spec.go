@@ -188,41 +188,84 @@ func (s *PrivacySpec) Cost() (Cost, error) {
 }
 
 func (s *PrivacySpec) cost() (Cost, error) {
-	if len(s.aggs) == 0 {
-		return Cost{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("dpbeam: job %q has no aggregation to release", s.job)}
+	best, basic, err := s.composed(1)
+	if err != nil {
+		return Cost{}, err
 	}
-	c := Cost{Aggregations: map[string]dpkit.Budget{}}
-	var eps, delta big.Rat
-	var items []pld.Item
-	for _, a := range s.aggs {
-		c.Aggregations[a.Name] = a.guarantee
-		eps.Add(&eps, new(big.Rat).SetFloat64(a.guarantee.Epsilon))
-		delta.Add(&delta, new(big.Rat).SetFloat64(a.guarantee.Delta))
-		items = append(items, a.items...)
-	}
-	basic := dpkit.Budget{Epsilon: ratUp(&eps), Delta: ratUp(&delta)}
-	target := s.budget.Delta
-	best := Cost{Budget: dpkit.Budget{Epsilon: math.Inf(1), Delta: target}}
-	if basic.Delta <= target {
-		best = Cost{Budget: basic, Method: "basic"}
-	}
-	if target > 0 {
-		comp, err := pld.Compose(items, &pld.Options{Delta: target})
-		if err != nil {
-			return Cost{}, err
-		}
-		up, _, err := comp.Epsilon(target)
-		if err == nil && up < best.Epsilon {
-			best = Cost{Budget: dpkit.Budget{Epsilon: up, Delta: target}, Method: "pld"}
-		}
-	}
-	best.Aggregations = c.Aggregations
 	if best.Method == "" || best.Epsilon > s.budget.Epsilon {
 		return best, &dpkit.InfeasibleError{Msg: fmt.Sprintf(
 			"dpbeam: job %q does not fit its budget %v: its %d aggregation(s) compose to ε = %.6g at δ = %g (by PLD), and their guarantees sum to %v (basic composition)",
-			s.job, s.budget, len(s.aggs), best.Epsilon, target, basic)}
+			s.job, s.budget, len(s.aggs), best.Epsilon, best.Delta, basic.Budget)}
 	}
 	return best, nil
+}
+
+// MaxRuns is the largest number of runs RerunCost accepts.
+const MaxRuns = 1000
+
+// RerunCost returns what publishing the outputs of runs independent runs of the job
+// costs: every run draws fresh noise (and a fresh partition selection and row sample),
+// so the outputs of runs runs are the runs-fold composition of the job's releases. It
+// is composed as Cost composes one run, with each mechanism counted runs times: by PLD
+// at δ = runs·Budget().Delta, or runs times the sum of the aggregations' guarantees,
+// whichever gives the smaller ε (Method says which). RerunCost(1) is Cost. The result
+// is not checked against Budget, which is for one run.
+func (s *PrivacySpec) RerunCost(runs int) (Cost, error) {
+	if runs < 1 || runs > MaxRuns {
+		return Cost{}, &dpkit.ParamError{Pkg: pkg, Name: "runs", Value: runs, Want: fmt.Sprintf("an integer in [1, %d]", MaxRuns)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if runs == 1 {
+		return s.cost()
+	}
+	best, _, err := s.composed(int64(runs))
+	if err == nil && best.Method == "" {
+		err = &dpkit.InfeasibleError{Msg: fmt.Sprintf("dpbeam: job %q: no finite ε for %d runs at δ = %g", s.job, runs, best.Delta)}
+	}
+	return best, err
+}
+
+// composed composes runs copies of the job's aggregations: the smaller-ε of the PLD
+// composition at δ = runs·Budget.Delta and the basic sum (which it also returns). Method
+// is empty when neither applies (the basic sum's δ is over the target and the target
+// is 0).
+func (s *PrivacySpec) composed(runs int64) (best, basic Cost, err error) {
+	if len(s.aggs) == 0 {
+		return Cost{}, Cost{}, &dpkit.InfeasibleError{Msg: fmt.Sprintf("dpbeam: job %q has no aggregation to release", s.job)}
+	}
+	aggs := map[string]dpkit.Budget{}
+	var eps, delta big.Rat
+	var items []pld.Item
+	for _, a := range s.aggs {
+		aggs[a.Name] = a.guarantee
+		eps.Add(&eps, new(big.Rat).SetFloat64(a.guarantee.Epsilon))
+		delta.Add(&delta, new(big.Rat).SetFloat64(a.guarantee.Delta))
+		for _, it := range a.items {
+			it.Count *= runs
+			items = append(items, it)
+		}
+	}
+	r := new(big.Rat).SetInt64(runs)
+	eps.Mul(&eps, r)
+	delta.Mul(&delta, r)
+	basic = Cost{Budget: dpkit.Budget{Epsilon: ratUp(&eps), Delta: ratUp(&delta)}, Method: "basic", Aggregations: aggs}
+	target := s.budget.Delta * float64(runs) // a δ to report at: rounding only moves where ε is read
+	best = Cost{Budget: dpkit.Budget{Epsilon: math.Inf(1), Delta: target}, Aggregations: aggs}
+	if basic.Delta <= target {
+		best = basic
+	}
+	if target > 0 && target < 1 {
+		comp, err := pld.Compose(items, &pld.Options{Delta: target})
+		if err != nil {
+			return Cost{}, Cost{}, err
+		}
+		up, _, err := comp.Epsilon(target)
+		if err == nil && up < best.Epsilon {
+			best = Cost{Budget: dpkit.Budget{Epsilon: up, Delta: target}, Method: "pld", Aggregations: aggs}
+		}
+	}
+	return best, basic, nil
 }
 
 // describe returns the job's description for the ledger: its name and aggregations.
