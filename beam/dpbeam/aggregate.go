@@ -206,18 +206,39 @@ func newRelease(pl *plan) release {
 	return r
 }
 
-func (r *release) setup() error {
+// setup is every output DoFn's Setup: it checks the job's ticket, rebuilds the
+// partition selection and builds the noise of specs, in order.
+func (r *release) setup(specs ...noiseSpec) ([]*noiser, error) {
 	if err := r.Ticket.check(); err != nil {
-		return err
+		return nil, err
 	}
 	if r.Selection != nil {
 		sel, err := mechanism.NewPartitionSelection(*r.Selection)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.sel = sel
 	}
-	return nil
+	zs := make([]*noiser, len(specs))
+	for i, n := range specs {
+		z, err := n.build()
+		if err != nil {
+			return nil, err
+		}
+		zs[i] = z
+	}
+	return zs, nil
+}
+
+// open decides whether partition part, to which units privacy units contribute, is
+// released; if so (ok), it returns its decoded key and the source of its noise.
+func (r *release) open(part string, units int64) (key any, src noise.Source, ok bool, err error) {
+	src = r.source(part)
+	if !r.keep(units, src) {
+		return nil, nil, false, nil
+	}
+	key, err = r.key(part)
+	return key, src, err == nil, err
 }
 
 // source returns the randomness of partition part's selection and noise: nil (the

@@ -120,21 +120,17 @@ type countOutFn struct {
 }
 
 func (fn *countOutFn) Setup() error {
-	if err := fn.setup(); err != nil {
+	zs, err := fn.setup(fn.Noise)
+	if err != nil {
 		return err
 	}
-	z, err := fn.Noise.build()
-	fn.z = z
-	return err
+	fn.z = zs[0]
+	return nil
 }
 
 func (fn *countOutFn) ProcessElement(part string, pt partial, emit func(beam.X, int64)) error {
-	src := fn.source(part)
-	if !fn.keep(pt.Units, src) {
-		return nil
-	}
-	k, err := fn.key(part)
-	if err != nil {
+	k, src, ok, err := fn.open(part, pt.Units)
+	if !ok {
 		return err
 	}
 	v := pt.N

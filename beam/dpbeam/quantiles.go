@@ -135,12 +135,12 @@ type quantilesOutFn struct {
 }
 
 func (fn *quantilesOutFn) Setup() error {
-	if err := fn.setup(); err != nil {
+	zs, err := fn.setup(fn.Noise)
+	if err != nil {
 		return err
 	}
-	z, err := fn.Noise.build()
-	fn.z = z
-	return err
+	fn.z = zs[0]
+	return nil
 }
 
 func (fn *quantilesOutFn) ProcessElement(part string, elems func(*qelem) bool, emit func(beam.X, []float64)) error {
@@ -155,12 +155,8 @@ func (fn *quantilesOutFn) ProcessElement(part string, elems func(*qelem) bool, e
 			t.add(e.X)
 		}
 	}
-	src := fn.source(part)
-	if !fn.keep(units, src) {
-		return nil
-	}
-	k, err := fn.key(part)
-	if err != nil {
+	k, src, ok, err := fn.open(part, units)
+	if !ok {
 		return err
 	}
 	if !fn.NoNoise {

@@ -122,21 +122,17 @@ type sumOutFn struct {
 }
 
 func (fn *sumOutFn) Setup() error {
-	if err := fn.setup(); err != nil {
+	zs, err := fn.setup(fn.Noise)
+	if err != nil {
 		return err
 	}
-	z, err := fn.Noise.build()
-	fn.z = z
-	return err
+	fn.z = zs[0]
+	return nil
 }
 
 func (fn *sumOutFn) ProcessElement(part string, pt partial, emit func(beam.X, float64)) error {
-	src := fn.source(part)
-	if !fn.keep(pt.Units, src) {
-		return nil
-	}
-	k, err := fn.key(part)
-	if err != nil {
+	k, src, ok, err := fn.open(part, pt.Units)
+	if !ok {
 		return err
 	}
 	v := pt.S
@@ -159,24 +155,17 @@ type meanOutFn struct {
 }
 
 func (fn *meanOutFn) Setup() error {
-	if err := fn.setup(); err != nil {
+	zs, err := fn.setup(fn.Count, fn.Sum)
+	if err != nil {
 		return err
 	}
-	var err error
-	if fn.zc, err = fn.Count.build(); err != nil {
-		return err
-	}
-	fn.zs, err = fn.Sum.build()
-	return err
+	fn.zc, fn.zs = zs[0], zs[1]
+	return nil
 }
 
 func (fn *meanOutFn) ProcessElement(part string, pt partial, emit func(beam.X, float64)) error {
-	src := fn.source(part)
-	if !fn.keep(pt.Units, src) {
-		return nil
-	}
-	k, err := fn.key(part)
-	if err != nil {
+	k, src, ok, err := fn.open(part, pt.Units)
+	if !ok {
 		return err
 	}
 	n, sum := pt.N, pt.S
