@@ -44,6 +44,8 @@ Flags (every command):
   --key KEY    the API key, dpk_… (default: $DPKIT_KEY)
   --ca FILE    trust this PEM certificate (or CA) for an https URL (default: $DPKIT_CA)
   --json       print JSON
+  --timeout D  give up on an answer after D (default 2m; a query on a large live table
+               may need more)
   -h, --help   show this help
 
 Exit status: 0 success; 1 the service refused (401, 403, 404, 409, 413, 422) or cannot
@@ -323,31 +325,48 @@ releases, the policy, the queries left (fixed policy) and the per-query cost.
 
 func newAdminQuery(s streams) *cobra.Command {
 	c := &adminCommon{s: s}
-	var eps, delta float64
+	var eps, delta, mu, accuracy float64
 	var key string
-	const usage = `Usage: dpkit admin query NAME SQL [--epsilon E [--delta D]] [--idempotency-key K] [--json]
+	var gaussian bool
+	const usage = `Usage: dpkit admin query NAME SQL [--epsilon E [--delta D] [--gaussian] | --mu M | --accuracy H]
+                         [--idempotency-key K] [--json]
 
 Ask a query of a dataset (any key granted it). The answer is charged to the dataset's
 budget, and recorded, before it is returned. Under the fixed policy every query costs
-the same; under the adaptive policy --epsilon (and --delta) say what this one costs.
-Retrying with the same --idempotency-key returns the same answer and charges nothing.
+the same; under the adaptive policy --epsilon (and --delta), --mu or --accuracy say what
+this one costs. Retrying with the same --idempotency-key returns the same answer and
+charges nothing. Several aggregates print one value and interval column each.
 
 Flags:
   --epsilon E            the ε of this query (adaptive policy only)
   --delta D              its δ (adaptive policy only; default 0)
+  --gaussian             Gaussian noise for this (ε, δ) (basic or advanced filter; δ > 0)
+  --mu M                 the μ of this query (Gaussian filter)
+  --accuracy H           instead of a cost: the cheapest one whose 95% intervals are at
+                         most ±H (COUNT, SUM, HISTOGRAM); under fixed, checks the set cost
   --idempotency-key K    a key for retries (default: one is made and printed)
   --url, --key, --ca, --json   as for every admin command
 `
-	cmd := adminLeaf("query", usage, c, []string{"NAME", "SQL"}, func(ctx context.Context, args []string) error {
+	var cmd *cobra.Command
+	cmd = adminLeaf("query", usage, c, []string{"NAME", "SQL"}, func(ctx context.Context, args []string) error {
 		body := map[string]any{"sql": args[1]}
 		if key != "" {
 			body["idempotency_key"] = key
 		}
-		if eps != 0 {
+		if cmd.Flags().Changed("epsilon") {
 			body["epsilon"] = eps
 		}
-		if delta != 0 {
+		if cmd.Flags().Changed("delta") {
 			body["delta"] = delta
+		}
+		if gaussian {
+			body["mechanism"] = "gaussian"
+		}
+		if cmd.Flags().Changed("mu") {
+			body["mu"] = mu
+		}
+		if cmd.Flags().Changed("accuracy") {
+			body["accuracy"] = map[string]any{"ci95_halfwidth": accuracy}
 		}
 		var v map[string]any
 		if err := c.call(ctx, "POST", "/v1/datasets/"+pathEscape(args[0])+"/query", body, &v); err != nil {
@@ -357,26 +376,94 @@ Flags:
 	})
 	cmd.Flags().Float64Var(&eps, "epsilon", 0, "")
 	cmd.Flags().Float64Var(&delta, "delta", 0, "")
+	cmd.Flags().BoolVar(&gaussian, "gaussian", false, "")
+	cmd.Flags().Float64Var(&mu, "mu", 0, "")
+	cmd.Flags().Float64Var(&accuracy, "accuracy", 0, "")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "")
 	return cmd
 }
 
-// printAnswer writes a query's answer as a table.
+// printAnswer writes a query's answer as a table: one row per group (its key's values
+// joined by ", "), with one value and one 95% interval column per aggregate when the
+// query has several (the response's "values" and "ci95" lists), or VALUE and 95%
+// INTERVAL for one.
 func printAnswer(w *tabwriter.Writer, v map[string]any) {
-	if groups, ok := v["groups"].([]any); ok {
+	aggs, _ := v["aggregates"].([]any)
+	groups, grouped := v["groups"].([]any)
+	_, multi := v["values"].([]any)
+	for _, g := range groups {
+		if _, ok := g.(map[string]any)["values"].([]any); ok {
+			multi = true
+		}
+	}
+	switch {
+	case multi && grouped:
+		header := []string{"GROUP"}
+		for _, a := range aggs {
+			header = append(header, fmt.Sprint(a), "95% INTERVAL")
+		}
+		fmt.Fprintln(w, strings.Join(header, "\t"))
+		for _, g := range groups {
+			g := g.(map[string]any)
+			fmt.Fprintln(w, groupKey(g["key"])+"\t"+valueColumns(g["values"], g["ci95"]))
+		}
+	case multi:
+		fmt.Fprintln(w, "AGGREGATE\tVALUE\t95% INTERVAL")
+		vals, _ := v["values"].([]any)
+		cis, _ := v["ci95"].([]any)
+		for i, a := range aggs {
+			fmt.Fprintf(w, "%v\t%s\t%s\n", a, jsonNumber(at(vals, i)), interval(at(cis, i)))
+		}
+	case grouped:
 		fmt.Fprintln(w, "GROUP\tVALUE\t95% INTERVAL")
 		for _, g := range groups {
 			g := g.(map[string]any)
-			fmt.Fprintf(w, "%v\t%s\t%s\n", g["key"], jsonNumber(g["value"]), interval(g["ci95"]))
+			fmt.Fprintf(w, "%s\t%s\t%s\n", groupKey(g["key"]), jsonNumber(g["value"]), interval(g["ci95"]))
 		}
-	} else {
+	default:
 		fmt.Fprintf(w, "result\t%s\n95%% interval\t%s\n", jsonNumber(v["result"]), interval(v["ci95"]))
 	}
 	charged, _ := v["charged"].(map[string]any)
-	fmt.Fprintf(w, "mechanism\t%v\ncharged\tε %v, δ %v\nrelease\t%v\nidempotency key\t%v\n", v["mechanism"], charged["epsilon"], charged["delta"], v["release"], v["idempotency_key"])
+	fmt.Fprintf(w, "mechanism\t%v\ncharged\tε %v, δ %v\n", v["mechanism"], charged["epsilon"], charged["delta"])
+	if mu, ok := v["mu"].(float64); ok {
+		fmt.Fprintf(w, "μ\t%v\n", mu)
+	}
+	fmt.Fprintf(w, "release\t%v\nidempotency key\t%v\n", v["release"], v["idempotency_key"])
 	if r, ok := v["remaining_queries"].(float64); ok {
 		fmt.Fprintf(w, "queries left\t%v\n", r)
 	}
+}
+
+// groupKey prints a group's key: one value, or a list of values joined by ", ".
+func groupKey(k any) string {
+	parts, ok := k.([]any)
+	if !ok {
+		return fmt.Sprint(k)
+	}
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// valueColumns prints the values of a group and their intervals, tab-separated.
+func valueColumns(values, cis any) string {
+	vals, _ := values.([]any)
+	ci, _ := cis.([]any)
+	cols := make([]string, 0, 2*len(vals))
+	for i := range vals {
+		cols = append(cols, jsonNumber(vals[i]), interval(at(ci, i)))
+	}
+	return strings.Join(cols, "\t")
+}
+
+// at returns list[i], or nil past its end.
+func at(list []any, i int) any {
+	if i < len(list) {
+		return list[i]
+	}
+	return nil
 }
 
 // jsonNumber prints a JSON number in full (no exponent for ordinary magnitudes).

@@ -161,7 +161,7 @@ func testGaussianPolicies(t *testing.T, e *env) {
 	if got := num(t, v, "mu"); got > mu/2 || got < mu/2*(1-1e-9) || v["mechanism"] != "discrete gaussian" {
 		t.Fatalf("fixed Gaussian: μ %v, want μ/√4 = %v; %v", got, mu/2, v)
 	}
-	e.mustError(400, "epsilon", "POST", "/v1/datasets/fg/query", e.admin, map[string]any{"sql": "SELECT COUNT(*) FROM fg", "mu": 1})
+	e.mustError(400, "invalid mu = 1: want no mu", "POST", "/v1/datasets/fg/query", e.admin, map[string]any{"sql": "SELECT COUNT(*) FROM fg", "mu": 1})
 	for range 3 {
 		e.must(200, "POST", "/v1/datasets/fg/query", e.admin, map[string]any{"sql": "SELECT SUM(salary) FROM fg"})
 	}

@@ -45,8 +45,8 @@ func (q *pendingQuery) chooseCost() error {
 		return paramErr("mechanism", req.Mechanism, `"laplace" or "gaussian"`)
 	}
 	if !q.chosen {
-		if req.Epsilon != nil || req.Delta != nil || req.Mu != nil || req.Mechanism != "" {
-			return paramErr("epsilon", "set", fmt.Sprintf("absent: the dataset's %s policy sets the cost and the noise of every query", pol.Mode))
+		if name, v := req.costField(); name != "" {
+			return paramErr(name, v, fmt.Sprintf("no %s: the dataset's %s policy sets the cost and the noise of every query", name, pol.Mode))
 		}
 		q.cost = *q.costs.PerQuery
 		q.opts = query.ReleaseOptions{Budget: q.cost}
@@ -68,7 +68,7 @@ func (q *pendingQuery) chooseCost() error {
 		return paramErr("epsilon", nil, "the ε of this query, or an accuracy (the dataset's policy is adaptive)")
 	}
 	if req.Accuracy != nil {
-		return paramErr("accuracy", "set", `absent when "epsilon" is given (give one of them)`)
+		return paramErr("accuracy", req.Accuracy.CI95HalfWidth, `no accuracy when "epsilon" is given (give one of them)`)
 	}
 	q.cost = dpkit.Budget{Epsilon: *req.Epsilon}
 	if req.Delta != nil {
@@ -95,7 +95,8 @@ func (q *pendingQuery) chooseCost() error {
 func (q *pendingQuery) chooseGaussianFilter() error {
 	req := q.req
 	if req.Epsilon != nil || req.Delta != nil {
-		return paramErr("epsilon", "set", `absent under the gaussian filter: give "mu" (the query's Gaussian DP) or an accuracy`)
+		name, v := req.costField()
+		return paramErr(name, v, fmt.Sprintf(`no %s under the gaussian filter: give "mu" (the query's Gaussian DP) or an accuracy`, name))
 	}
 	if req.Mechanism == "laplace" {
 		return paramErr("mechanism", req.Mechanism, `"gaussian" (or absent) under the gaussian filter`)
@@ -104,7 +105,7 @@ func (q *pendingQuery) chooseGaussianFilter() error {
 	case req.Mu == nil && req.Accuracy == nil:
 		return paramErr("mu", nil, "the μ of this query (Gaussian DP), or an accuracy (the dataset's gaussian filter)")
 	case req.Mu != nil && req.Accuracy != nil:
-		return paramErr("accuracy", "set", `absent when "mu" is given (give one of them)`)
+		return paramErr("accuracy", req.Accuracy.CI95HalfWidth, `no accuracy when "mu" is given (give one of them)`)
 	case req.Mu == nil:
 		return nil // resolved after planning
 	}
@@ -221,4 +222,20 @@ func (q *pendingQuery) explain(err error) error {
 		return paramErr("budget.delta", 0.0, "> 0 for this query: "+why)
 	}
 	return paramErr("policy.pure", true, "false for this query: the dataset's fixed policy releases every query pure ε-DP (δ0 = 0), and "+why)
+}
+
+// costField returns the name and value of the first cost field the request sets
+// ("epsilon", "delta", "mu", "mechanism"), or "" if it sets none.
+func (r *QueryRequest) costField() (string, any) {
+	switch {
+	case r.Epsilon != nil:
+		return "epsilon", *r.Epsilon
+	case r.Delta != nil:
+		return "delta", *r.Delta
+	case r.Mu != nil:
+		return "mu", *r.Mu
+	case r.Mechanism != "":
+		return "mechanism", r.Mechanism
+	}
+	return "", nil
 }
