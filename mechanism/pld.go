@@ -28,8 +28,13 @@ func (m *Geometric) PLD() (pld.Mechanism, error) {
 }
 
 // PLD returns k-ary randomized response at the nominal ε; the sampler keeps the true
-// category with a probability rounded down, which only adds privacy.
+// category with a probability rounded down, which only adds privacy. At ε = 0 the
+// output does not depend on the input: the (0, 0) pair, a single atom at loss 0
+// (pld.RandomizedResponse, whose losses are ±ε, wants ε > 0).
 func (m *RandomizedResponse) PLD() (pld.Mechanism, error) {
+	if m.Epsilon() == 0 {
+		return pld.EpsilonDelta{}, nil
+	}
 	return pld.RandomizedResponse{Epsilon: m.Epsilon(), K: m.Categories()}, nil
 }
 
