@@ -294,11 +294,26 @@ left. --json prints {"datasets":[{…dataset…, "budget_status": {…}}]}.
 			fmt.Fprintln(w, "NAME\tPOLICY\tTOTAL ε, δ\tSPENT ε, δ\tRELEASES\tLEFT")
 			for i, d := range list.Datasets {
 				b := budgets[i]
-				fmt.Fprintf(w, "%v\t%v\t%.4g, %.3g\t%.4g, %.3g\t%d\t%s\n", d["name"], b.Policy["mode"],
+				fmt.Fprintf(w, "%v\t%s\t%.4g, %.3g\t%.4g, %.3g\t%d\t%s\n", d["name"], policyLabel(b.Policy),
 					b.Total["epsilon"], b.Total["delta"], b.Spent["epsilon"], b.Spent["delta"], b.Releases, b.remaining())
 			}
 		})
 	})
+}
+
+// policyLabel names a policy in a few words: its mode, its filter or Gaussian noise,
+// and whether its releases are pure ε ("fixed, pure ε", "adaptive/gaussian").
+func policyLabel(p map[string]any) string {
+	label := fmt.Sprint(p["mode"])
+	if f, _ := p["filter"].(string); f != "" && f != "basic" {
+		label += "/" + f
+	} else if p["mechanism"] == "gaussian" {
+		label += "/gaussian"
+	}
+	if p["pure"] == true {
+		label += ", pure ε"
+	}
+	return label
 }
 
 func newAdminBudget(s streams) *cobra.Command {
