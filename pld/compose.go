@@ -236,7 +236,7 @@ func (w *workload) setFloor(groups map[string]Item) {
 			ml = math.Max(ml, s.maxLoss())
 			logKeep[d] += float64(g.Count) * math.Log1p(-s.infMass())
 		}
-		w.maxLoss += float64(g.Count) * ml
+		w.maxLoss = addUp(w.maxLoss, mulUp(float64(g.Count), ml))
 	}
 	if w.mu2 > 0 {
 		w.maxLoss = math.Inf(1)
@@ -494,3 +494,27 @@ func finiteLattice(l *Lattice) bool {
 
 // Work returns the work units the composition took (see DefaultWork).
 func (c *Composition) Work() int64 { return c.work }
+
+// mulUp returns a·b rounded up (a, b ≥ 0): moved up an ulp when FMA shows the product
+// was rounded down.
+func mulUp(a, b float64) float64 {
+	p := a * b
+	if !math.IsInf(p, 0) && math.FMA(a, b, -p) > 0 {
+		p = math.Nextafter(p, math.Inf(1))
+	}
+	return p
+}
+
+// addUp returns a + b rounded up: moved up an ulp when the exact error of the sum (Knuth's
+// TwoSum) is positive.
+func addUp(a, b float64) float64 {
+	s := a + b
+	if math.IsInf(s, 0) {
+		return s
+	}
+	bv := s - a
+	if err := (a - (s - bv)) + (b - bv); err > 0 {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}

@@ -87,7 +87,20 @@ func (m Laplace) Validate() error {
 func (m Laplace) String() string {
 	return fmt.Sprintf("laplace:scale=%g,sensitivity=%g", m.Scale, m.Sensitivity)
 }
-func (m Laplace) specs() []spec { return []spec{laplaceSpec{m.Sensitivity / m.Scale}} }
+
+// specs: ε0 = Δ/b rounded up (a Laplace pair of larger ε0 dominates), so that the
+// pair accounted is never less private than the one asked for.
+func (m Laplace) specs() []spec { return []spec{laplaceSpec{quoUp(m.Sensitivity, m.Scale)}} }
+
+// quoUp returns a/b (a, b > 0) rounded up: the float64 quotient, moved up an ulp when the
+// exact remainder (by FMA) shows it was rounded down.
+func quoUp(a, b float64) float64 {
+	q := a / b
+	if !math.IsInf(q, 0) && q > 0 && math.FMA(q, b, -a) < 0 {
+		q = math.Nextafter(q, math.Inf(1))
+	}
+	return q
+}
 
 func (m DiscreteLaplace) Validate() error {
 	if err := positive("scale", m.Scale); err != nil {

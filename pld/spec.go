@@ -446,11 +446,20 @@ func (s shiftedSpec) variance() float64 { return s.s.variance() }
 func (s shiftedSpec) atomUnit() float64 { return s.s.atomUnit() }
 func (s shiftedSpec) maxLoss() float64  { return s.s.maxLoss() - s.o }
 
+// maxLoss is an upper bound on the largest loss: the forward map (expm1, a product and
+// log1p, each within an ulp; log1p's relative condition number is at most 1) is rounded
+// up by 4u relative and an ulp, as is −log1p(−q).
 func (s subsampledSpec) maxLoss() float64 {
+	var l float64
 	if s.add {
-		return -math.Log1p(-s.rate)
+		l = -math.Log1p(-s.rate)
+	} else {
+		l = s.forward(s.base.maxLoss())
 	}
-	return s.forward(s.base.maxLoss())
+	if math.IsInf(l, 0) || math.IsNaN(l) {
+		return l
+	}
+	return math.Nextafter(l+4*u*math.Abs(l), math.Inf(1))
 }
 
 func (s subsampledSpec) infMass() float64 {
@@ -563,4 +572,4 @@ func (s discreteLaplaceSpec) support(float64) (lo, hi float64) {
 func (s discreteLaplaceSpec) infMass() float64  { return 0 }
 func (s discreteLaplaceSpec) variance() float64 { e := float64(s.d) / s.t; return e * e }
 func (s discreteLaplaceSpec) atomUnit() float64 { return 1 / s.t }
-func (s discreteLaplaceSpec) maxLoss() float64  { return float64(s.d) / s.t }
+func (s discreteLaplaceSpec) maxLoss() float64  { return quoUp(float64(s.d), s.t) }
