@@ -118,15 +118,7 @@ func TestExactAggregates(t *testing.T) {
 	}
 	const seed, k, c, cd = 7, 3, 4, 2
 	rows := genData(n, 1)
-	spec, err := testSpec(PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, s := beam.NewPipelineWithRoot()
-	pcol, err := MakePrivate(s, beam.CreateList(s, rows), spec, "User")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed})
 	sel := dpkit.Budget{Epsilon: 1, Delta: 1e-6}
 	pp := PartitionParams{Partition: "Day", MaxPartitions: k, MaxContributions: c, Selection: sel}
 	publicDays := []int{0, 37, 74, 148, 185, 222, 259, 296, 1073, 5000, 5001} // 5000, 5001: empty

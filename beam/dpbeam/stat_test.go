@@ -76,15 +76,7 @@ func TestNoisyOutputs(t *testing.T) {
 		public[i] = i
 		rows = append(rows, row{User: fmt.Sprintf("u%d", i), Day: i, Amount: 10})
 	}
-	spec, err := testSpec(PrivacySpecParams{Job: "noise", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}}, testOptions{noiseSeed: 101})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, s := beam.NewPipelineWithRoot()
-	pcol, err := MakePrivate(s, beam.CreateList(s, rows), spec, "User")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "noise", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}}, testOptions{noiseSeed: 101})
 	pp := PartitionParams{Partition: "Day", MaxPartitions: 2, MaxContributions: 1, PublicPartitions: public}
 	counts, err := Count(s, pcol, CountParams{PartitionParams: pp, Budget: dpkit.Budget{Epsilon: 1}})
 	if err != nil {
@@ -190,15 +182,7 @@ func TestSelectionRates(t *testing.T) {
 					rows = append(rows, row{User: fmt.Sprintf("u%d-%d", d, u), Day: d})
 				}
 			}
-			spec, err := testSpec(PrivacySpecParams{Job: "rates", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-2}}, testOptions{noiseSeed: 102 + uint64(n)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, s := beam.NewPipelineWithRoot()
-			pcol, err := MakePrivate(s, beam.CreateList(s, rows), spec, "User")
-			if err != nil {
-				t.Fatal(err)
-			}
+			spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "rates", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-2}}, testOptions{noiseSeed: 102 + uint64(n)})
 			counts, err := Count(s, pcol, CountParams{PartitionParams: PartitionParams{Partition: "Day", MaxPartitions: 1, MaxContributions: 1, Selection: sel}, Budget: dpkit.Budget{Epsilon: 1}})
 			if err != nil {
 				t.Fatal(err)
@@ -331,15 +315,7 @@ func TestNoisyQuantiles(t *testing.T) {
 	for u := range 20200 {
 		rows = append(rows, row{User: fmt.Sprintf("u%d", u), Day: 1, Amount: float64(u % 101)})
 	}
-	spec, err := testSpec(PrivacySpecParams{Job: "quantiles", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-6}}, testOptions{noiseSeed: 103})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, s := beam.NewPipelineWithRoot()
-	pcol, err := MakePrivate(s, beam.CreateList(s, rows), spec, "User")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "quantiles", Budget: dpkit.Budget{Epsilon: 2, Delta: 1e-6}}, testOptions{noiseSeed: 103})
 	ranks := []float64{0.1, 0.5, 0.9}
 	var outs []func() []kv
 	for i, b := range []dpkit.Budget{{Epsilon: 1}, {Epsilon: 1, Delta: 1e-6}} {
