@@ -23,7 +23,8 @@ fi
 
 run_as_postgres() {
   if [ "$(id -u)" -eq 0 ]; then
-    runuser -u postgres -- "$@"
+    # From /: the postgres user may not enter the caller's directory (a mktemp -d clone).
+    (cd / && runuser -u postgres -- "$@")
   else
     "$@"
   fi
