@@ -173,14 +173,21 @@ func sumBudgets(a, b dpkit.Budget) dpkit.Budget {
 	return dpkit.Budget{Epsilon: up(a.Epsilon, b.Epsilon), Delta: math.Min(1, up(a.Delta, b.Delta))}
 }
 
-// combine sums the partials per partition — the aggregation's per-row partials, one
-// unit record per (unit, kept partition), and an empty one per public partition.
-func (pl *plan) combine(s beam.Scope, partials beam.PCollection) beam.PCollection {
-	cols := []beam.PCollection{partials, pl.stage.units}
-	if pl.public != nil {
-		cols = append(cols, beam.ParDo(s, zeroFn, beam.CreateList(s, pl.public)))
+// combine sums the partials of cols per partition, with an empty one per public
+// partition. Each collection is combined before any Flatten, so that only a partial per
+// partition and bundle crosses it (see the comment at the top of bound.go).
+func (pl *plan) combine(s beam.Scope, cols ...beam.PCollection) beam.PCollection {
+	var sums []beam.PCollection
+	for _, c := range cols {
+		sums = append(sums, beam.CombinePerKey(s, mergePartialFn{}, c))
 	}
-	return beam.CombinePerKey(s, mergePartialFn{}, beam.Flatten(s, cols...))
+	if pl.public != nil {
+		sums = append(sums, beam.ParDo(s, zeroFn, beam.CreateList(s, pl.public)))
+	}
+	if len(sums) == 1 {
+		return sums[0]
+	}
+	return beam.CombinePerKey(s, mergePartialFn{}, beam.Flatten(s, sums...))
 }
 
 // release is the part of every output DoFn that decides which partitions are released
@@ -280,10 +287,11 @@ func (pl *plan) outputType() beam.TypeDefinition {
 	return beam.TypeDefinition{Var: beam.XType, T: pl.part.Type}
 }
 
-// valueFn maps a kept row to its partial: one row, and its value (column Col of the
-// row's numeric fields) clamped to [Lo, Hi] minus Shift (Sum: Shift 0; Mean: the
-// midpoint). A NaN value counts as NaN (a value in [Lo, Hi] fixed in advance: it carries
-// no number, and any fixed value keeps the bounds).
+// valueFn maps a unit's kept rows in a partition to its partial: one unit, its rows, and
+// the sum of their values (column Col of the rows' numeric fields), each clamped to
+// [Lo, Hi] minus Shift (Sum: Shift 0; Mean: the midpoint). A NaN value counts as NaN (a
+// value in [Lo, Hi] fixed in advance: it carries no number, and any fixed value keeps the
+// bounds).
 type valueFn struct {
 	Col           int
 	Lo, Hi, Shift float64
@@ -291,12 +299,14 @@ type valueFn struct {
 	Count         bool // count rows only
 }
 
-func (fn *valueFn) ProcessElement(part string, vals []float64, emit func(string, partial)) {
-	if fn.Count {
-		emit(part, partial{N: 1})
-		return
+func (fn *valueFn) ProcessElement(part string, k keptRows, emit func(string, partial)) {
+	pt := partial{Units: 1, N: k.N}
+	if !fn.Count {
+		for i := range k.N {
+			pt.S += fn.clamp(k.row(i)[fn.Col]) - fn.Shift
+		}
 	}
-	emit(part, partial{N: 1, S: fn.clamp(vals[fn.Col]) - fn.Shift})
+	emit(part, pt)
 }
 
 func (fn *valueFn) clamp(x float64) float64 {

@@ -38,9 +38,15 @@ import (
 // bounds hold whatever the sampling does, which is all the privacy guarantee needs; the
 // randomness only makes the kept rows an unbiased sample.
 //
-// The stage emits each kept row (its numeric fields) or distinct value with its
-// partition, and one "unit" record per (unit, kept partition), from which the
-// aggregations count the distinct units of a partition for partition selection.
+// For rows, the stage emits one element per (unit, kept partition): the unit's kept rows
+// there (their numeric fields), from which each aggregation computes the unit's partial —
+// the unit itself (partition selection counts distinct units), its rows and their sum. One
+// element per unit and partition, not one per row plus one per unit, keeps the stage's
+// output small and lets each aggregation combine it directly, without a Flatten: on Prism
+// a Flatten is a stage of its own whose inputs are all held in memory (10^6 rows: 3.3 GB
+// of heap with a Flatten of rows and unit records, 0.2 GB without; docs/benchmarks.md).
+// For DistinctPerKey it emits each kept distinct value with its partition, and one unit
+// record per (unit, kept partition).
 
 // DefaultBuckets is the number of unit buckets of the bounding combiner when
 // PrivacySpecParams.Buckets is 0. Each bucket is one key of the shuffle; its
@@ -70,9 +76,9 @@ type boundStage struct {
 	part   field
 	ex     *extractFn       // its first transform, whose Numeric list grows with the aggregations' needs
 	fields []string         // the names of ex.Numeric's fields, in order
-	rows   beam.PCollection // KV<string, []float64>: partition, a kept row's needed numeric fields (sampleRows)
+	kept   beam.PCollection // KV<string, keptRows>: partition, one unit's kept rows there (sampleRows)
 	values beam.PCollection // KV<string, string>: partition, a kept distinct value (sampleDistinct)
-	units  beam.PCollection // KV<string, partial{Units: 1}>: one per (unit, kept partition)
+	units  beam.PCollection // KV<string, partial{Units: 1}>: one per (unit, kept partition) (sampleDistinct)
 }
 
 // column returns the position of numeric field f among the values the stage carries
@@ -110,7 +116,7 @@ func (p PrivatePCollection) stage(s beam.Scope, key boundKey, part, value field,
 	if key.mode == sampleDistinct {
 		st.values, st.units = beam.ParDo2(s, emitDistinctFn, bounded)
 	} else {
-		st.rows, st.units = beam.ParDo2(s, emitRowsFn, bounded)
+		st.kept = beam.ParDo(s, emitRowsFn, bounded)
 	}
 	p.bounded[key] = st
 	return st
@@ -350,14 +356,29 @@ func (u *unitAcc) offer(pri uint64, part string, it item, k, c int64, mode bound
 	}
 }
 
-// emitRowsFn emits a bucket's kept rows and unit records.
-func emitRowsFn(_ int, a *bucketAcc, emitRow func(string, []float64), emitUnit func(string, partial)) {
+// keptRows is one unit's kept rows in one partition: N rows, and their numeric fields
+// row-major in Vals (len(Vals)/N per row; none when the aggregations need no field).
+type keptRows struct {
+	N    int64
+	Vals []float64
+}
+
+// row returns the numeric fields of kept row i.
+func (k keptRows) row(i int64) []float64 {
+	w := int64(len(k.Vals)) / k.N
+	return k.Vals[i*w : (i+1)*w]
+}
+
+// emitRowsFn emits, for each unit of a bucket and each of its kept partitions, the
+// unit's kept rows there.
+func emitRowsFn(_ int, a *bucketAcc, emit func(string, keptRows)) {
 	for _, u := range a.units {
 		for _, p := range u.parts {
-			emitUnit(p.part, partial{Units: 1})
+			k := keptRows{N: int64(len(p.items))}
 			for _, it := range p.items {
-				emitRow(p.part, it.vals)
+				k.Vals = append(k.Vals, it.vals...)
 			}
+			emit(p.part, k)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func Count(s beam.Scope, pcol PrivatePCollection, p CountParams) (beam.PCollecti
 	if err := pl.register(fmt.Sprintf("count(%s)", p.Partition), p.PartitionParams, z); err != nil {
 		return beam.PCollection{}, err
 	}
-	partials := beam.ParDo(s, &valueFn{Count: true}, pl.stage.rows)
+	partials := beam.ParDo(s, &valueFn{Count: true}, pl.stage.kept)
 	return beam.ParDo(s, &countOutFn{release: newRelease(pl), Noise: ns}, pl.combine(s, partials), pl.outputType()), nil
 }
 
@@ -91,7 +91,7 @@ func DistinctPerKey(s beam.Scope, pcol PrivatePCollection, p DistinctParams) (be
 	pairs := beam.ParDo(s, distinctKeyFn, pl.stage.values)
 	distinct := beam.CombinePerKey(s, firstFn{}, pairs)
 	partials := beam.ParDo(s, distinctPartialFn, distinct)
-	return beam.ParDo(s, &countOutFn{release: newRelease(pl), Noise: ns}, pl.combine(s, partials), pl.outputType()), nil
+	return beam.ParDo(s, &countOutFn{release: newRelease(pl), Noise: ns}, pl.combine(s, partials, pl.stage.units), pl.outputType()), nil
 }
 
 // distinctKeyFn keys a kept distinct value by (partition, value): the partition's

@@ -94,32 +94,30 @@ func QuantilesPerKey(s beam.Scope, pcol PrivatePCollection, p QuantilesParams) (
 		return beam.PCollection{}, err
 	}
 	mid := p.Min + (p.Max-p.Min)/2
-	values := beam.ParDo(s, &quantileValueFn{valueFn: valueFn{Col: pl.stage.column(val), Lo: p.Min, Hi: p.Max, NaN: mid}}, pl.stage.rows)
-	units := beam.ParDo(s, quantileUnitFn, pl.stage.units)
-	cols := []beam.PCollection{values, units}
+	elems := beam.ParDo(s, &quantileValueFn{valueFn: valueFn{Col: pl.stage.column(val), Lo: p.Min, Hi: p.Max, NaN: mid}}, pl.stage.kept)
 	if pl.public != nil {
-		cols = append(cols, beam.ParDo(s, quantileZeroFn, beam.CreateList(s, pl.public)))
+		elems = beam.Flatten(s, elems, beam.ParDo(s, quantileZeroFn, beam.CreateList(s, pl.public)))
 	}
-	grouped := beam.GroupByKey(s, beam.Flatten(s, cols...))
+	grouped := beam.GroupByKey(s, elems)
 	out := &quantilesOutFn{release: newRelease(pl), Noise: ns, Lo: p.Min, Hi: p.Max, Ranks: slices.Clone(p.Ranks)}
 	return beam.ParDo(s, out, grouped, pl.outputType()), nil
 }
 
-// qelem is a partition's element for the quantile tree: a kept value, or a unit record.
+// qelem is a partition's element for the quantile tree: a unit's kept values, clamped,
+// or (Zero) a public partition's marker.
 type qelem struct {
-	X    float64
-	Unit bool
-	Zero bool // a public partition's marker
+	X    []float64
+	Zero bool
 }
 
 type quantileValueFn struct{ valueFn }
 
-func (fn *quantileValueFn) ProcessElement(part string, vals []float64, emit func(string, qelem)) {
-	emit(part, qelem{X: fn.clamp(vals[fn.Col])})
-}
-
-func quantileUnitFn(part string, _ partial, emit func(string, qelem)) {
-	emit(part, qelem{Unit: true})
+func (fn *quantileValueFn) ProcessElement(part string, k keptRows, emit func(string, qelem)) {
+	e := qelem{X: make([]float64, k.N)}
+	for i := range k.N {
+		e.X[i] = fn.clamp(k.row(i)[fn.Col])
+	}
+	emit(part, e)
 }
 
 func quantileZeroFn(part string, emit func(string, qelem)) { emit(part, qelem{Zero: true}) }
@@ -148,11 +146,12 @@ func (fn *quantilesOutFn) ProcessElement(part string, elems func(*qelem) bool, e
 	var units int64
 	var e qelem
 	for elems(&e) {
-		switch {
-		case e.Unit:
-			units++
-		case !e.Zero:
-			t.add(e.X)
+		if e.Zero {
+			continue
+		}
+		units++
+		for _, x := range e.X {
+			t.add(x)
 		}
 	}
 	k, src, ok, err := fn.open(part, units)

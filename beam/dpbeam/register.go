@@ -13,15 +13,16 @@ import (
 func init() {
 	beam.RegisterType(reflect.TypeOf(partial{}))
 	beam.RegisterType(reflect.TypeOf(qelem{}))
+	beam.RegisterType(reflect.TypeOf(keptRows{}))
 
 	beam.RegisterType(reflect.TypeOf(rec{}))
 	beam.RegisterCoder(reflect.TypeOf((*bucketAcc)(nil)), encodeBucket, decodeBucket)
 
 	register.DoFn2x0[beam.T, func(int, rec)](&extractFn{})
 	register.Combiner3[*bucketAcc, rec, *bucketAcc](&boundCombineFn{})
-	register.Function4x0[int, *bucketAcc, func(string, []float64), func(string, partial)](emitRowsFn)
+	register.Function3x0[int, *bucketAcc, func(string, keptRows)](emitRowsFn)
 	register.Function4x0[int, *bucketAcc, func(string, string), func(string, partial)](emitDistinctFn)
-	register.DoFn3x0[string, []float64, func(string, partial)](&valueFn{})
+	register.DoFn3x0[string, keptRows, func(string, partial)](&valueFn{})
 	register.Combiner1[partial](&mergePartialFn{})
 	register.Function2x0[string, func(string, partial)](zeroFn)
 
@@ -33,13 +34,12 @@ func init() {
 	register.DoFn3x1[string, partial, func(beam.X, float64), error](&sumOutFn{})
 	register.DoFn3x1[string, partial, func(beam.X, float64), error](&meanOutFn{})
 
-	register.DoFn3x0[string, []float64, func(string, qelem)](&quantileValueFn{})
-	register.Function3x0[string, partial, func(string, qelem)](quantileUnitFn)
+	register.DoFn3x0[string, keptRows, func(string, qelem)](&quantileValueFn{})
 	register.Function2x0[string, func(string, qelem)](quantileZeroFn)
 	register.DoFn3x1[string, func(*qelem) bool, func(beam.X, []float64), error](&quantilesOutFn{})
 
 	register.Emitter2[int, rec]()
-	register.Emitter2[string, []float64]()
+	register.Emitter2[string, keptRows]()
 	register.Emitter2[string, partial]()
 	register.Emitter2[string, string]()
 	register.Emitter2[string, qelem]()

@@ -69,7 +69,7 @@ func SumPerKey(s beam.Scope, pcol PrivatePCollection, p SumParams) (beam.PCollec
 		return beam.PCollection{}, err
 	}
 	lo, hi := p.Min, p.Max
-	partials := beam.ParDo(s, &valueFn{Col: pl.stage.column(val), Lo: lo, Hi: hi, Shift: 0, NaN: math.Max(lo, math.Min(0, hi))}, pl.stage.rows)
+	partials := beam.ParDo(s, &valueFn{Col: pl.stage.column(val), Lo: lo, Hi: hi, Shift: 0, NaN: math.Max(lo, math.Min(0, hi))}, pl.stage.kept)
 	return beam.ParDo(s, &sumOutFn{release: newRelease(pl), Noise: ns}, pl.combine(s, partials), pl.outputType()), nil
 }
 
@@ -108,7 +108,7 @@ func MeanPerKey(s beam.Scope, pcol PrivatePCollection, p SumParams) (beam.PColle
 	if err := pl.register(fmt.Sprintf("mean(%s by %s)", p.Value, p.Partition), p.PartitionParams, zc, zs); err != nil {
 		return beam.PCollection{}, err
 	}
-	partials := beam.ParDo(s, &valueFn{Col: pl.stage.column(val), Lo: p.Min, Hi: p.Max, Shift: mid, NaN: mid}, pl.stage.rows)
+	partials := beam.ParDo(s, &valueFn{Col: pl.stage.column(val), Lo: p.Min, Hi: p.Max, Shift: mid, NaN: mid}, pl.stage.kept)
 	out := &meanOutFn{release: newRelease(pl), Count: count, Sum: sum, Lo: p.Min, Hi: p.Max, Mid: mid}
 	return beam.ParDo(s, out, pl.combine(s, partials), pl.outputType()), nil
 }
