@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 )
 
 // Contribution bounding (the transform every aggregation starts with).
@@ -31,10 +32,11 @@ import (
 //     values, the c with the smallest h(key, unit, partition, value).
 //
 // Both rules are "keep the smallest priorities", so they are computed by a combiner:
-// rows are keyed by a bucket of their unit (a hash of the unit modulo Buckets), each
-// bucket's accumulator holds the bounded state of its units, and accumulators merge by
-// keeping the smallest priorities of the union. Beam pre-combines each bundle before
-// the shuffle, so a few accumulators per bucket cross it instead of every row. The
+// units are put in buckets (a hash of the unit modulo Buckets), each bucket's
+// accumulator holds the bounded state of its units, and accumulators merge by keeping
+// the smallest priorities of the union. The DoFn that reads the rows bounds each bundle
+// into one accumulator per bucket, so a few accumulators per bucket cross the shuffle
+// instead of every row. The
 // bounds hold whatever the sampling does, which is all the privacy guarantee needs; the
 // randomness only makes the kept rows an unbiased sample.
 //
@@ -102,7 +104,8 @@ func (p PrivatePCollection) stage(s beam.Scope, key boundKey, part, value field,
 		return st
 	}
 	s = s.Scope("dpbeam.Bound")
-	ex := &extractFn{Unit: p.unit.Index, Part: part.Index, Buckets: p.spec.buckets, Ticket: p.spec.ticket}
+	bd := bounder{K: key.k, C: key.c, Mode: key.mode, Key: p.spec.key, Seed: p.spec.test.seed}
+	ex := &extractFn{bounder: bd, Unit: p.unit.Index, Part: part.Index, Buckets: p.spec.buckets, Ticket: p.spec.ticket}
 	for _, k := range public {
 		ex.Public = append(ex.Public, []byte(k)) // []byte: JSON (the DoFn's serialization) keeps the bytes
 	}
@@ -110,9 +113,15 @@ func (p PrivatePCollection) stage(s beam.Scope, key boundKey, part, value field,
 		ex.Value = value.Index
 	}
 	st := &boundStage{part: part, ex: ex}
-	keyed := beam.ParDo(s, ex, p.col)
-	cfn := &boundCombineFn{K: key.k, C: key.c, Mode: key.mode, Key: p.spec.key, Seed: p.spec.test.seed}
-	bounded := beam.CombinePerKey(s, cfn, keyed)
+	col := p.col
+	if col.WindowingStrategy().Fn.Kind != window.GlobalWindows {
+		// One release per partition over the whole input, as the ledger charged: rows in
+		// windows are aggregated together (per-window releases would each spend the
+		// budget).
+		col = beam.WindowInto(s, window.NewGlobalWindows(), col)
+	}
+	keyed := beam.ParDo(s, ex, col)
+	bounded := beam.CombinePerKey(s, &mergeFn{bd}, keyed)
 	if key.mode == sampleDistinct {
 		st.values, st.units = beam.ParDo2(s, emitDistinctFn, bounded)
 	} else {
@@ -141,10 +150,79 @@ type rec struct {
 	D          string    // the distinct value's encoding (sampleDistinct)
 }
 
-// extractFn reads a row's unit, partition and values, and keys it by its unit's
-// bucket. Rows outside the public partitions (when there are any) are dropped here, so
-// that they use none of the unit's bounds.
+// bounder applies the bounds (see the comment at the top of this file) to rows and
+// accumulators.
+type bounder struct {
+	Mode boundMode
+	K, C int64
+	Key  [16]byte
+	Seed uint64 // tests: sample rows by a seeded hash of their values
+
+	rng *mrand.PCG
+}
+
+// add offers the row r to a.
+func (b *bounder) add(a *bucketAcc, r rec) {
+	it := item{vals: r.Vals, d: r.D}
+	if b.Mode == sampleDistinct {
+		it.pri = keyedHash(b.Key, r.Unit, r.Part, r.D)
+	} else {
+		it.pri = b.rowPriority(r)
+	}
+	a.unit(r.Unit).offer(keyedHash(b.Key, r.Unit, r.Part, ""), r.Part, it, b.K, b.C, b.Mode)
+}
+
+// merge returns the union of a and b, bounded.
+func (b *bounder) merge(x, y *bucketAcc) *bucketAcc {
+	if len(x.units) < len(y.units) {
+		x, y = y, x
+	}
+	for name, uy := range y.units {
+		ux, ok := x.units[name]
+		if !ok {
+			x.units[name] = uy
+			continue
+		}
+		for _, p := range uy.parts {
+			for _, it := range p.items {
+				ux.offer(p.pri, p.part, it, b.K, b.C, b.Mode)
+			}
+		}
+	}
+	return x
+}
+
+// rowPriority is a fresh uniform 64-bit priority, or under a test seed a hash of the
+// row (so that tests can recompute the sample).
+func (b *bounder) rowPriority(r rec) uint64 {
+	if b.Seed != 0 {
+		return seededRowPriority(b.Seed, r)
+	}
+	if b.rng == nil {
+		var seed [16]byte
+		_, _ = rand.Read(seed[:]) // crypto/rand.Read does not fail (Go ≥ 1.24)
+		b.rng = mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))
+	}
+	return b.rng.Uint64()
+}
+
+func seededRowPriority(seed uint64, r rec) uint64 {
+	var k [16]byte
+	binary.LittleEndian.PutUint64(k[:], seed)
+	b := make([]byte, 0, 8*len(r.Vals))
+	for _, x := range r.Vals {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return keyedHash(k, r.Unit, r.Part, string(b))
+}
+
+// extractFn reads a row's unit, partition and values and bounds the rows of a bundle as
+// it reads them, in one accumulator per bucket of units, emitted when the bundle ends.
+// Bounding in the DoFn rather than in a lifted combine spares Beam's per-row emit and
+// cache lookup (docs/benchmarks.md). Rows outside the public partitions (when there are
+// any) are dropped here, so that they use none of the unit's bounds.
 type extractFn struct {
+	bounder
 	Unit, Part, Value []int
 	Numeric           [][]int
 	Public            [][]byte // encoded partition keys; nil: no public partitions
@@ -152,6 +230,8 @@ type extractFn struct {
 	Ticket            *ticket
 
 	public map[string]bool
+	accs   map[int]*bucketAcc
+	parts  map[string]string // the partition keys read, interned
 	buf    []byte
 }
 
@@ -168,15 +248,33 @@ func (fn *extractFn) Setup() error {
 	return nil
 }
 
-func (fn *extractFn) ProcessElement(row beam.T, emit func(int, rec)) {
+func (fn *extractFn) StartBundle(func(int, *bucketAcc)) {
+	fn.accs, fn.parts = map[int]*bucketAcc{}, map[string]string{}
+}
+
+func (fn *extractFn) ProcessElement(row beam.T, _ func(int, *bucketAcc)) {
 	v := reflect.ValueOf(row)
 	fn.buf = encodeKey(fn.buf[:0], v.FieldByIndex(fn.Part))
 	if fn.public != nil && !fn.public[string(fn.buf)] {
 		return
 	}
-	r := rec{Part: string(fn.buf)}
+	r := rec{Part: fn.parts[string(fn.buf)]} // a partition key read before: no allocation
+	if r.Part == "" {
+		r.Part = string(fn.buf)
+		fn.parts[r.Part] = r.Part
+	}
 	fn.buf = encodeKey(fn.buf[:0], v.FieldByIndex(fn.Unit))
-	r.Unit = string(fn.buf)
+	b := int(keyedHash([16]byte{}, string(fn.buf), "", "") % uint64(fn.Buckets))
+	a := fn.accs[b]
+	if a == nil {
+		a = newBucketAcc()
+		fn.accs[b] = a
+	}
+	if u := a.units[string(fn.buf)]; u != nil {
+		r.Unit = u.name // a unit seen before in this bundle: no allocation
+	} else {
+		r.Unit = string(fn.buf)
+	}
 	if fn.Value != nil {
 		r.D = string(encodeKey(nil, v.FieldByIndex(fn.Value)))
 	} else if len(fn.Numeric) > 0 {
@@ -185,96 +283,32 @@ func (fn *extractFn) ProcessElement(row beam.T, emit func(int, rec)) {
 			r.Vals[i] = number(v.FieldByIndex(idx))
 		}
 	}
-	emit(int(keyedHash([16]byte{}, r.Unit, "", "")%uint64(fn.Buckets)), r)
+	fn.add(a, r)
 }
 
-// boundCombineFn bounds the units of a bucket (see the comment at the top of this file).
-type boundCombineFn struct {
-	Mode boundMode
-	K, C int64
-	Key  [16]byte
-	Seed uint64 // tests: sample rows by a seeded hash of their values
-
-	rng *mrand.PCG
-}
-
-func (fn *boundCombineFn) Setup() {
-	var seed [16]byte
-	_, _ = rand.Read(seed[:]) // crypto/rand.Read does not fail (Go ≥ 1.24)
-	fn.rng = mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))
-}
-
-func (fn *boundCombineFn) CreateAccumulator() *bucketAcc {
-	return &bucketAcc{units: map[string]*unitAcc{}}
-}
-
-func (fn *boundCombineFn) AddInput(a *bucketAcc, r rec) *bucketAcc {
-	it := item{vals: r.Vals, d: r.D}
-	if fn.Mode == sampleDistinct {
-		it.pri = keyedHash(fn.Key, r.Unit, r.Part, r.D)
-	} else {
-		it.pri = fn.rowPriority(r)
+func (fn *extractFn) FinishBundle(emit func(int, *bucketAcc)) {
+	for b, a := range fn.accs {
+		emit(b, a)
 	}
-	a.unit(r.Unit).offer(fn.partPriority(r.Unit, r.Part), r.Part, it, fn.K, fn.C, fn.Mode)
-	return a
+	fn.accs = nil
 }
 
-func (fn *boundCombineFn) MergeAccumulators(a, b *bucketAcc) *bucketAcc {
-	if len(a.units) < len(b.units) {
-		a, b = b, a
-	}
-	for name, ub := range b.units {
-		ua, ok := a.units[name]
-		if !ok {
-			a.units[name] = ub
-			continue
-		}
-		for _, pb := range ub.parts {
-			for _, it := range pb.items {
-				ua.offer(pb.pri, pb.part, it, fn.K, fn.C, fn.Mode)
-			}
-		}
-	}
-	return a
-}
+// mergeFn merges the bundles' accumulators of a bucket.
+type mergeFn struct{ bounder }
 
-func (fn *boundCombineFn) ExtractOutput(a *bucketAcc) *bucketAcc { return a }
-
-func (fn *boundCombineFn) partPriority(unit, part string) uint64 {
-	return keyedHash(fn.Key, unit, part, "")
-}
-
-// rowPriority is a fresh uniform 64-bit priority, or under a test seed a hash of the
-// row (so that tests can recompute the sample).
-func (fn *boundCombineFn) rowPriority(r rec) uint64 {
-	if fn.Seed == 0 {
-		if fn.rng == nil { // a runner that does not call Setup
-			fn.Setup()
-		}
-		return fn.rng.Uint64()
-	}
-	return seededRowPriority(fn.Seed, r)
-}
-
-func seededRowPriority(seed uint64, r rec) uint64 {
-	var k [16]byte
-	binary.LittleEndian.PutUint64(k[:], seed)
-	b := make([]byte, 0, 8*len(r.Vals))
-	for _, x := range r.Vals {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	}
-	return keyedHash(k, r.Unit, r.Part, string(b))
-}
+func (fn *mergeFn) MergeAccumulators(a, b *bucketAcc) *bucketAcc { return fn.merge(a, b) }
 
 // bucketAcc is the bounded state of the units of one bucket.
 type bucketAcc struct {
 	units map[string]*unitAcc
 }
 
+func newBucketAcc() *bucketAcc { return &bucketAcc{units: map[string]*unitAcc{}} }
+
 func (a *bucketAcc) unit(name string) *unitAcc {
 	u := a.units[name]
 	if u == nil {
-		u = &unitAcc{}
+		u = &unitAcc{name: name}
 		a.units[name] = u
 	}
 	return u
@@ -282,6 +316,7 @@ func (a *bucketAcc) unit(name string) *unitAcc {
 
 // unitAcc is one unit's kept partitions: a max-heap by priority of at most K.
 type unitAcc struct {
+	name  string
 	parts []*partAcc
 }
 
@@ -466,7 +501,7 @@ func decodeBucket(data []byte) (*bucketAcc, error) {
 		if err != nil {
 			return nil, err
 		}
-		u := &unitAcc{parts: make([]*partAcc, np)}
+		u := &unitAcc{name: name, parts: make([]*partAcc, np)}
 		for i := range u.parts {
 			p := &partAcc{}
 			if p.part, err = str(); err != nil {

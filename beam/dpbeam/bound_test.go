@@ -35,8 +35,8 @@ func canonical(a *bucketAcc) []any {
 // FuzzDecodeBucket: the bounding accumulator's decoder never panics on arbitrary bytes,
 // and what it accepts encodes back to an accumulator that decodes to the same state.
 func FuzzDecodeBucket(f *testing.F) {
-	fn := &boundCombineFn{K: 2, C: 2, Key: [16]byte{1}, Seed: 3}
-	a := fn.CreateAccumulator()
+	fn := &bounder{K: 2, C: 2, Key: [16]byte{1}, Seed: 3}
+	a := newBucketAcc()
 	for i, r := range []rec{
 		{Unit: "u1", Part: "a", Vals: []float64{1, 2}},
 		{Unit: "u1", Part: "b", Vals: []float64{math.NaN()}},
@@ -44,7 +44,7 @@ func FuzzDecodeBucket(f *testing.F) {
 		{Unit: "u2", Part: "a", D: "x"},
 	} {
 		fn.Mode = boundMode(i / 3)
-		a = fn.AddInput(a, r)
+		fn.add(a, r)
 	}
 	good, _ := encodeBucket(a)
 	f.Add(good)
@@ -77,26 +77,26 @@ func FuzzDecodeBucket(f *testing.F) {
 // accumulator of all the rows does (the combiner's result does not depend on how Beam
 // bundles the rows).
 func TestMergeIsBounding(t *testing.T) {
-	fn := &boundCombineFn{K: 3, C: 2, Key: [16]byte{9}, Seed: 11}
+	fn := &bounder{K: 3, C: 2, Key: [16]byte{9}, Seed: 11}
 	var rows []rec
 	for i := range 200 {
 		rows = append(rows, rec{Unit: []string{"a", "b"}[i%2], Part: string(rune('A' + i%13)), Vals: []float64{float64(i % 17)}})
 	}
-	whole := fn.CreateAccumulator()
+	whole := newBucketAcc()
 	for _, r := range rows {
-		whole = fn.AddInput(whole, r)
+		fn.add(whole, r)
 	}
 	for _, parts := range []int{2, 3, 7} {
 		accs := make([]*bucketAcc, parts)
 		for i := range accs {
-			accs[i] = fn.CreateAccumulator()
+			accs[i] = newBucketAcc()
 		}
 		for i, r := range rows {
-			accs[(i*7)%parts] = fn.AddInput(accs[(i*7)%parts], r)
+			fn.add(accs[(i*7)%parts], r)
 		}
 		merged := accs[0]
 		for _, a := range accs[1:] {
-			merged = fn.MergeAccumulators(merged, a)
+			merged = fn.merge(merged, a)
 		}
 		// Compare the kept (partition, value) multisets per unit.
 		if got, want := keptSet(merged), keptSet(whole); !reflect.DeepEqual(got, want) {

@@ -9,8 +9,12 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/internal/testenv"
@@ -222,5 +226,59 @@ func TestExactAggregates(t *testing.T) {
 		if !(q[1] <= q[2] && q[2] <= q[0]) {
 			t.Errorf("quantiles[%v] = %v not nondecreasing in the rank", e.K, q)
 		}
+	}
+}
+
+// stampFn gives row i of the windowing test the time i minutes after the epoch.
+func stampFn(r row) (beam.EventTime, row) {
+	return mtime.FromMilliseconds(int64(r.Item) * 60_000), r
+}
+
+func init() { register.Function1x2(stampFn) }
+
+// TestWindowsAreIgnored: the aggregations release one value per partition over the
+// whole input, whatever windows the input is in — the ledger charges one release per
+// partition, so per-window releases would spend more than it recorded. Rows in 20
+// one-minute windows (by Item) give the counts of all the rows, one element per
+// partition.
+func TestWindowsAreIgnored(t *testing.T) {
+	const seed, k, c = 5, 2, 3
+	rows := genData(20_000, 3)
+	spec, err := testSpec(PrivacySpecParams{Job: "windows", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, stampFn, beam.CreateList(s, rows)))
+	pcol, err := MakePrivate(s, windowed, spec, "User")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := PartitionParams{Partition: "Day", MaxPartitions: k, MaxContributions: c, Selection: dpkit.Budget{Epsilon: 1, Delta: 1e-6}}
+	col, err := Count(s, pcol, CountParams{PartitionParams: pp, Budget: dpkit.Budget{Epsilon: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(s, t, col, "count")
+	if _, err := spec.Reserve(context.Background(), newLedger(t, dpkit.Budget{Epsilon: 100, Delta: 1e-2}), "data", ReserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, p); err != nil {
+		t.Fatal(err)
+	}
+	ref := boundRef(rows, spec.key, seed, k, c, false, nil)
+	seen := map[int]bool{}
+	for _, e := range got() {
+		d := e.K.(int)
+		if seen[d] {
+			t.Errorf("partition %d released twice", d)
+		}
+		seen[d] = true
+		if want := int64(len(ref[d].amount)); e.V.(int64) != want {
+			t.Errorf("count[%d] = %d, want %d (all windows together)", d, e.V, want)
+		}
+	}
+	if len(seen) != len(ref) {
+		t.Errorf("%d partitions released, want %d", len(seen), len(ref))
 	}
 }

@@ -15,11 +15,10 @@ func init() {
 	beam.RegisterType(reflect.TypeOf(qelem{}))
 	beam.RegisterType(reflect.TypeOf(keptRows{}))
 
-	beam.RegisterType(reflect.TypeOf(rec{}))
 	beam.RegisterCoder(reflect.TypeOf((*bucketAcc)(nil)), encodeBucket, decodeBucket)
 
-	register.DoFn2x0[beam.T, func(int, rec)](&extractFn{})
-	register.Combiner3[*bucketAcc, rec, *bucketAcc](&boundCombineFn{})
+	register.DoFn2x0[beam.T, func(int, *bucketAcc)](&extractFn{})
+	register.Combiner1[*bucketAcc](&mergeFn{})
 	register.Function3x0[int, *bucketAcc, func(string, keptRows)](emitRowsFn)
 	register.Function4x0[int, *bucketAcc, func(string, string), func(string, partial)](emitDistinctFn)
 	register.DoFn3x0[string, keptRows, func(string, partial)](&valueFn{})
@@ -38,7 +37,7 @@ func init() {
 	register.Function2x0[string, func(string, qelem)](quantileZeroFn)
 	register.DoFn3x1[string, func(*qelem) bool, func(beam.X, []float64), error](&quantilesOutFn{})
 
-	register.Emitter2[int, rec]()
+	register.Emitter2[int, *bucketAcc]()
 	register.Emitter2[string, keptRows]()
 	register.Emitter2[string, partial]()
 	register.Emitter2[string, string]()
