@@ -158,18 +158,23 @@ type bounder struct {
 	Key  [16]byte
 	Seed uint64 // tests: sample rows by a seeded hash of their values
 
-	rng *mrand.PCG
+	rng    *mrand.PCG
+	h0     uint64 // hashKey(Key), once hashed is set
+	hashed bool
 }
 
 // add offers the row r to a.
 func (b *bounder) add(a *bucketAcc, r rec) {
+	if !b.hashed {
+		b.h0, b.hashed = hashKey(b.Key), true
+	}
 	it := item{vals: r.Vals, d: r.D}
 	if b.Mode == sampleDistinct {
-		it.pri = keyedHash(b.Key, r.Unit, r.Part, r.D)
+		it.pri = hashStrings(b.h0, r.Unit, r.Part, r.D)
 	} else {
 		it.pri = b.rowPriority(r)
 	}
-	a.unit(r.Unit).offer(keyedHash(b.Key, r.Unit, r.Part, ""), r.Part, it, b.K, b.C, b.Mode)
+	a.unit(r.Unit).offer(hashStrings(b.h0, r.Unit, r.Part, ""), r.Part, it, b.K, b.C, b.Mode)
 }
 
 // merge returns the union of a and b, bounded.
@@ -232,6 +237,7 @@ type extractFn struct {
 	public map[string]bool
 	accs   map[int]*bucketAcc
 	parts  map[string]string // the partition keys read, interned
+	slab   []float64         // see vals
 	buf    []byte
 }
 
@@ -264,7 +270,7 @@ func (fn *extractFn) ProcessElement(row beam.T, _ func(int, *bucketAcc)) {
 		fn.parts[r.Part] = r.Part
 	}
 	fn.buf = encodeKey(fn.buf[:0], v.FieldByIndex(fn.Unit))
-	b := int(keyedHash([16]byte{}, string(fn.buf), "", "") % uint64(fn.Buckets))
+	b := int(hashStrings(zeroKey, string(fn.buf), "", "") % uint64(fn.Buckets))
 	a := fn.accs[b]
 	if a == nil {
 		a = newBucketAcc()
@@ -278,7 +284,7 @@ func (fn *extractFn) ProcessElement(row beam.T, _ func(int, *bucketAcc)) {
 	if fn.Value != nil {
 		r.D = string(encodeKey(nil, v.FieldByIndex(fn.Value)))
 	} else if len(fn.Numeric) > 0 {
-		r.Vals = make([]float64, len(fn.Numeric))
+		r.Vals = fn.vals(len(fn.Numeric))
 		for i, idx := range fn.Numeric {
 			r.Vals[i] = number(v.FieldByIndex(idx))
 		}
@@ -290,7 +296,18 @@ func (fn *extractFn) FinishBundle(emit func(int, *bucketAcc)) {
 	for b, a := range fn.accs {
 		emit(b, a)
 	}
-	fn.accs = nil
+	fn.accs, fn.slab = nil, nil
+}
+
+// vals returns room for a row's n numeric fields, cut from a shared block: one
+// allocation, which the garbage collector need not scan, for thousands of rows.
+func (fn *extractFn) vals(n int) []float64 {
+	if len(fn.slab) < n {
+		fn.slab = make([]float64, max(4096, n))
+	}
+	v := fn.slab[:n:n]
+	fn.slab = fn.slab[n:]
+	return v
 }
 
 // mergeFn merges the bundles' accumulators of a bucket.
@@ -371,7 +388,10 @@ func (u *unitAcc) offer(pri uint64, part string, it item, k, c int64, mode bound
 			}
 			heap.Pop(u)
 		}
-		p = &partAcc{part: part, pri: pri}
+		p = &partAcc{part: part, pri: pri, items: make([]item, 0, min(c, 4))}
+		if u.parts == nil {
+			u.parts = make([]*partAcc, 0, min(k, 4))
+		}
 		heap.Push(u, p)
 	}
 	if mode == sampleDistinct {
@@ -433,7 +453,17 @@ func emitDistinctFn(_ int, a *bucketAcc, emitValue func(string, string), emitUni
 // encodeBucket is the accumulator's coder: units, their partitions and items, with
 // varint lengths, strings as bytes and floats as their bits.
 func encodeBucket(a *bucketAcc) ([]byte, error) {
-	var b []byte
+	size := binary.MaxVarintLen64
+	for name, u := range a.units {
+		size += 2*binary.MaxVarintLen64 + len(name)
+		for _, p := range u.parts {
+			size += 2*binary.MaxVarintLen64 + len(p.part) + 8
+			for _, it := range p.items {
+				size += 2*binary.MaxVarintLen64 + 8 + len(it.d) + 8*len(it.vals)
+			}
+		}
+	}
+	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(len(a.units)))
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -553,18 +583,33 @@ func decodeBucket(data []byte) (*bucketAcc, error) {
 // random to the data (it picks samples and buckets), not to resist an adversary: the
 // bounds hold whatever it returns.
 func keyedHash(key [16]byte, unit, part, val string) uint64 {
-	const prime = 1099511628211
+	return hashStrings(hashKey(key), unit, part, val)
+}
+
+// hashKey is keyedHash's state after the key (computed once per key by its callers on
+// the hot path).
+func hashKey(key [16]byte) uint64 {
 	h := uint64(14695981039346656037)
 	for _, b := range key {
-		h = (h ^ uint64(b)) * prime
+		h = (h ^ uint64(b)) * fnvPrime
 	}
+	return h
+}
+
+const fnvPrime = 1099511628211
+
+// zeroKey is hashKey of the all-zero key, which picks a unit's bucket.
+var zeroKey = hashKey([16]byte{})
+
+// hashStrings continues keyedHash from the state h after the key.
+func hashStrings(h uint64, unit, part, val string) uint64 {
 	for _, s := range [...]string{unit, part, val} {
 		n := uint64(len(s))
 		for i := 0; i < 8; i++ {
-			h = (h ^ (n >> (8 * i) & 0xff)) * prime
+			h = (h ^ (n >> (8 * i) & 0xff)) * fnvPrime
 		}
 		for i := 0; i < len(s); i++ {
-			h = (h ^ uint64(s[i])) * prime
+			h = (h ^ uint64(s[i])) * fnvPrime
 		}
 	}
 	h ^= h >> 30
