@@ -3,7 +3,6 @@ package dpbeam
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -93,11 +92,6 @@ func BenchmarkCountSum(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("rows=%.0e/dp", float64(rows)), func(b *testing.B) {
-			if rows > 1_000_000 && os.Getenv("DPKIT_BEAM_BENCH_LARGE") != "1" {
-				// On Prism in one process this case was killed for lack of memory at 23 GB
-				// resident (docs/benchmarks.md): run it only on a machine that has more.
-				b.Skip("set DPKIT_BEAM_BENCH_LARGE=1 to run the DP pipeline on 10^7 rows (it needed more than 23 GB on Prism in-process)")
-			}
 			for i := 0; b.Loop(); i++ {
 				p, s := beam.NewPipelineWithRoot()
 				spec, err := NewPrivacySpec(PrivacySpecParams{Job: fmt.Sprintf("bench-%d-%d", rows, i), Budget: dpkit.Budget{Epsilon: 4, Delta: 1e-6}})

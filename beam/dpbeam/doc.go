@@ -27,6 +27,9 @@
 // The aggregations — Count, SumPerKey, MeanPerKey, QuantilesPerKey and DistinctPerKey
 // — group by another field (PartitionParams.Partition) and return ordinary
 // PCollections of KV<partition key, value>. Nothing else reads a PrivatePCollection.
+// Each releases one value per partition over the whole input: rows in windows are
+// aggregated together (in the global window), since the ledger charges one release per
+// partition and per-window releases would each spend it.
 //
 // # Privacy
 //

@@ -114,7 +114,8 @@ func boundRef(rows []row, key [16]byte, seed uint64, k, c int, distinct bool, pu
 // partition with a unit) and compares each output with the direct computation of the
 // same bounding (boundRef): equal exactly (the values are integers, so the sums are
 // exact in float64), quantiles within one leaf of the tree. 10^5 rows; 10^6 in the
-// long step.
+// long step. The bounding DoFn emits its accumulators every 7919 rows, so that units
+// are split across many of them and merged after the shuffle.
 func TestExactAggregates(t *testing.T) {
 	n := 100_000
 	if testenv.IsLong() {
@@ -122,7 +123,7 @@ func TestExactAggregates(t *testing.T) {
 	}
 	const seed, k, c, cd = 7, 3, 4, 2
 	rows := genData(n, 1)
-	spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed})
+	spec, p, s, pcol := privateRows(t, rows, PrivacySpecParams{Job: "exact", Budget: dpkit.Budget{Epsilon: 20, Delta: 1e-4}}, testOptions{noNoise: true, seed: seed, flushRows: 7919})
 	sel := dpkit.Budget{Epsilon: 1, Delta: 1e-6}
 	pp := PartitionParams{Partition: "Day", MaxPartitions: k, MaxContributions: c, Selection: sel}
 	publicDays := []int{0, 37, 74, 148, 185, 222, 259, 296, 1073, 5000, 5001} // 5000, 5001: empty

@@ -18,9 +18,9 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*bucketAcc)(nil)), encodeBucket, decodeBucket)
 
 	register.DoFn2x0[beam.T, func(int, *bucketAcc)](&extractFn{})
-	register.Combiner1[*bucketAcc](&mergeFn{})
-	register.Function3x0[int, *bucketAcc, func(string, keptRows)](emitRowsFn)
-	register.Function4x0[int, *bucketAcc, func(string, string), func(string, partial)](emitDistinctFn)
+	register.DoFn3x0[int, func(**bucketAcc) bool, func(string, keptRows)](&emitRowsFn{})
+	register.DoFn4x0[int, func(**bucketAcc) bool, func(string, string), func(string, partial)](&emitDistinctFn{})
+	register.Iter1[*bucketAcc]()
 	register.DoFn3x0[string, keptRows, func(string, partial)](&valueFn{})
 	register.Combiner1[partial](&mergePartialFn{})
 	register.Function2x0[string, func(string, partial)](zeroFn)

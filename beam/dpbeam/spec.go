@@ -62,6 +62,7 @@ type testOptions struct {
 	// noise.Seeded(h), h a hash of noiseSeed, the aggregation and the partition (not
 	// private: reproducible statistical tests).
 	noiseSeed uint64
+	flushRows int // nonzero: the bounding DoFn emits its accumulators every flushRows rows, not only when its bundle ends
 }
 
 // NewPrivacySpec validates p and returns an empty job.
