@@ -2,6 +2,7 @@ package pld
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/floats/scalar"
@@ -535,6 +536,20 @@ func TestParseMechanism(t *testing.T) {
 	for _, bad := range []string{"", "gaussian", "gaussian:sigma=0", "laplace:scale=1,scale=2", "rr:eps=1,k=2.5", "geometric:eps=1,sensitivity=1.5", "laplace:scale=1,count=1e13", "laplace:scale=Inf"} {
 		if _, err := ParseMechanism(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	// A value that fails the mechanism's own validation is named by its key in the text
+	// form (not the Go field's name).
+	for text, want := range map[string]string{
+		"rr:eps=0,k=2":                     "rr: eps = 0: want",
+		"rr:eps=1,k=1":                     "rr: k = 1: want",
+		"subsampled-gaussian:sigma=1,q=2":  "subsampled-gaussian: q = 2: want",
+		"laplace:scale=1,sensitivity=-1":   "laplace: sensitivity = -1: want",
+		"exponential:eps=-3":               "exponential: eps = -3: want",
+		"subsampled-laplace:scale=0,q=0.5": "subsampled-laplace: scale = 0: want",
+	} {
+		if _, err := ParseMechanism(text); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to start %q", text, err, want)
 		}
 	}
 }

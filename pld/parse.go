@@ -1,11 +1,14 @@
 package pld
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dpkit/dpkit"
 )
 
 // MechanismSyntax describes the text form of a mechanism read by ParseMechanism.
@@ -22,6 +25,10 @@ var mechanismKeys = map[string][]string{
 	"subsampled-gaussian": {"sigma", "q", "sensitivity", "count"},
 	"subsampled-laplace":  {"scale", "q", "sensitivity", "count"},
 }
+
+// textKeys maps the parameter names of the mechanisms' Validate errors to the keys of
+// the text form.
+var textKeys = map[string]string{"epsilon": "eps", "categories": "k", "rate": "q"}
 
 // ParseMechanism reads the text form KIND:key=value,… of a mechanism released count
 // times (the CLI's --mechanism and the ledger's mechanism descriptions), e.g.
@@ -79,6 +86,14 @@ func ParseMechanism(s string) (Item, error) {
 		return Item{}, err
 	}
 	if err := m.Validate(); err != nil {
+		var pe *dpkit.ParamError
+		if errors.As(err, &pe) { // name the key as the text form spells it
+			name := pe.Name
+			if k, ok := textKeys[name]; ok {
+				name = k
+			}
+			return Item{}, fmt.Errorf("%s: %s = %v: want %s", kind, name, pe.Value, pe.Want)
+		}
 		return Item{}, err
 	}
 	return Item{Mechanism: m, Count: int64(count)}, nil
