@@ -91,6 +91,22 @@ func BenchmarkExtreme(b *testing.B) {
 	})
 }
 
+// BenchmarkTailDelta: δ at Options.Epsilon far in the tail (`dpkit compose --eps`, the
+// default adaptive tolerance), 1000 subsampled-Gaussian steps (σ = 4, q = 0.01): tilted
+// lattices split by the number of large losses (jumps.go); δ ≈ 1e-34, 3e-116, 1e-230.
+func BenchmarkTailDelta(b *testing.B) {
+	it := Item{PoissonSubsampled{Base: Gaussian{Sigma: 4, Sensitivity: 1}, Rate: 0.01}, 1000}
+	for _, eps := range []float64{1, 2, 4} {
+		b.Run(fmt.Sprintf("eps=%g", eps), func(b *testing.B) {
+			for range b.N {
+				if _, err := Compose([]Item{it}, &Options{Epsilon: eps}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRealFFT: the real transform the convolutions use (fft.go) against gonum's
 // fftpack transform it replaced, 16 384 points (the size of the subsampled Gaussian's
 // early squarings).

@@ -153,8 +153,8 @@ func ComposeContext(ctx context.Context, items []Item, opts *Options) (c *Compos
 		return nil, err
 	}
 	c.refine(p, m, tol, adaptive)
-	if o.Epsilon > 0 && len(w.list) == 1 && w.mu2 == 0 {
-		c.refineTilted(w.list[0], m, adaptive)
+	if o.Epsilon > 0 && w.mu2 == 0 && len(w.list) <= maxTiltItems {
+		c.refineTilted(w.list, m, adaptive)
 	}
 	c.work = m.done()
 	m.finish()

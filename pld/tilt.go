@@ -26,6 +26,9 @@ import (
 // keeps, with the same untilted mass (moving mass to a higher loss only raises δ), and
 // sheds at its high end only bins that are empty. Mass at +∞ of the release (δ-events) is
 // kept untilted in inf; the lower bound leaves it out.
+//
+// One tilt fails when the tilted loss of one release is bimodal (rare large losses): see
+// jumps.go, which splits the composition by the number of large losses.
 
 // tilted is one bound of a k-fold composition kept tilted: the masses of l are
 // m_i·e^(λ·x_i − logScale), with l's Rel and Err in those units, and inf the untilted mass
@@ -162,35 +165,30 @@ func (t tilted) delta(eps float64, upper bool) float64 {
 		sum += math.Exp(y) * -math.Expm1(eps-xd)
 	}
 	n := float64(len(l.Mass))
-	errAt := l.Err * math.Exp(t.logScale-t.lambda*eps) * (1 + 4*u*(1+math.Abs(t.logScale)+math.Abs(t.lambda*eps)))
+	errAt := t.errAt(eps)
 	if upper {
 		return sum*(1+l.Rel)*(1+rel)*(1+n*u) + errAt + t.inf
 	}
 	return sum*math.Max(0, 1-l.Rel)*(1-rel)*(1-n*u) - errAt
 }
 
-// saddleLambda returns λ ≥ 0 with k times the tilted mean of l equal to eps (0 when the
-// mean of the k-fold composition already reaches eps), by bisection: the tilted mean
-// increases with λ.
-func saddleLambda(l *Lattice, k int64, eps float64) float64 {
+// errAt returns the floating-point error term of delta(eps): the tilted absolute error
+// untilted at ε, Err·e^(C − λε), rounded up.
+func (t tilted) errAt(eps float64) float64 {
+	return t.l.Err * math.Exp(t.logScale-t.lambda*eps) * (1 + 4*u*(1+math.Abs(t.logScale)+math.Abs(t.lambda*eps)))
+}
+
+// saddleLambda returns λ ≥ 0 at which the tilted means of the parts, each counted n
+// times, add up to eps (0 when their untilted means already reach eps, or when no λ up to
+// 1e6 does), by bisection: each tilted mean increases with λ.
+func saddleLambda(parts []tiltPart, eps float64, m *meter) float64 {
 	mean := func(lambda float64) float64 {
-		c := math.Inf(-1)
-		for i, m := range l.Mass {
-			if m > 0 {
-				x, _ := l.loss(i)
-				c = math.Max(c, math.Log(m)+lambda*x)
-			}
+		sum := 0.0
+		for _, p := range parts {
+			m.add(passWork * int64(len(p.l.Mass)))
+			sum += float64(p.n) * tiltedMean(p.l, lambda)
 		}
-		var s, sx float64
-		for i, m := range l.Mass {
-			if m > 0 {
-				x, _ := l.loss(i)
-				w := math.Exp(math.Log(m) + lambda*x - c)
-				s += w
-				sx += w * x
-			}
-		}
-		return sx / s * float64(k)
+		return sum
 	}
 	if mean(0) >= eps {
 		return 0
@@ -202,7 +200,7 @@ func saddleLambda(l *Lattice, k int64, eps float64) float64 {
 		}
 		lo, hi = hi, 2*hi
 	}
-	for range 60 {
+	for range 30 { // any λ gives valid bounds: 2^-30 of the bracket is plenty
 		mid := (lo + hi) / 2
 		if mean(mid) < eps {
 			lo = mid
@@ -213,53 +211,167 @@ func saddleLambda(l *Lattice, k int64, eps float64) float64 {
 	return lo
 }
 
+// tiltPart is n releases of the lattice l, a part of a composition.
+type tiltPart struct {
+	l *Lattice
+	n int64
+}
+
+// tiltedMean returns the mean loss of l's finite masses tilted by λ.
+func tiltedMean(l *Lattice, lambda float64) float64 {
+	_, mean, _ := tiltedMoments(l, lambda)
+	return mean
+}
+
+// tiltedMoments returns ln M(λ) = ln Σ m_i·e^(λx_i) over l's finite masses and the mean
+// and variance of the loss tilted by λ (−Inf, 0, 0 for no mass), in float64 without error
+// bounds: they choose λ and methods, never a bound.
+func tiltedMoments(l *Lattice, lambda float64) (logM, mean, variance float64) {
+	c := math.Inf(-1)
+	for i, m := range l.Mass {
+		if m > 0 {
+			x, _ := l.loss(i)
+			c = math.Max(c, math.Log(m)+lambda*x)
+		}
+	}
+	// Bins far below the largest tilted mass do not move the moments: they are skipped
+	// by their mass alone, without an exponential.
+	var s, sx, sxx float64
+	for i, m := range l.Mass {
+		if m > 0 {
+			x, _ := l.loss(i)
+			y := math.Log(m) + lambda*x - c
+			if y < -60 {
+				continue
+			}
+			w := math.Exp(y)
+			s += w
+			sx += w * x
+			sxx += w * x * x
+		}
+	}
+	if s == 0 {
+		return math.Inf(-1), 0, 0
+	}
+	mean = sx / s
+	return c + math.Log(s), mean, math.Max(0, sxx/s-mean*mean)
+}
+
+// powerTilted returns the n-fold composition (n ≥ 1) of base by repeated squaring.
+func powerTilted(base tilted, n int64, upper bool, eta float64, m *meter) tilted {
+	var acc *tilted
+	for i := bits.Len64(uint64(n)) - 1; i >= 0; i-- {
+		if acc != nil {
+			m.add(convolveWork(len(acc.l.Mass), len(acc.l.Mass)))
+			sq := composeTilted(*acc, *acc, upper, eta)
+			acc = &sq
+		}
+		if n>>uint(i)&1 == 1 {
+			if acc == nil {
+				b := base
+				acc = &b
+			} else {
+				m.add(convolveWork(len(acc.l.Mass), len(base.l.Mass)))
+				st := composeTilted(*acc, base, upper, eta)
+				acc = &st
+			}
+		}
+	}
+	return *acc
+}
+
+// trimEta is the tilted mass, relative to the total, that each end of each of the at
+// most 2·log2(k) steps of a k-fold composition may shed: about 1e-12 of the δ read out
+// in all.
+func trimEta(k int64) float64 { return 1e-12 / float64(4*bits.Len64(uint64(k))) }
+
 // tiltedSelfDelta returns a certified bracket of δ(ε) for k releases of one pair s,
-// discretised on spacing h and composed by repeated squaring on the lattice tilted
-// towards ε, and false when tilting does not apply (ε at or below the mean loss).
+// discretised on spacing h and composed by repeated squaring on lattices tilted towards
+// ε, and false when tilting does not apply (ε at or below the mean loss). When the
+// tilted composition would leave ε in a valley between bumps (valley), it is split by
+// the number of releases with a loss above ε/4 (splitSelfDelta: one tilt per term);
+// when there are none, or large losses are common (the terms computed hold little of
+// δ), one tilt of the whole serves, intersected with the split's bracket (both are
+// valid).
 func tiltedSelfDelta(s spec, k int64, h, eps float64, m *meter) (upper, lower float64, ok bool) {
 	up, lo := discretize(s, h, 1e-300)
-	lambda := saddleLambda(up, k, eps)
+	if float64(k)*tiltedMean(up, 0) >= eps {
+		return 1, 0, false
+	}
+	lambda := saddleLambda([]tiltPart{{up, k}}, eps, m)
+	upper, lower = 1, 0
+	if lambda == 0 || valley(up, k, eps, lambda) < 1e-4 {
+		var good bool
+		if upper, lower, good = splitSelfDelta(up, lo, k, eps, m); good {
+			return upper, lower, true
+		}
+	}
+	if lambda == 0 {
+		return upper, lower, upper < 1
+	}
+	eta := trimEta(k)
+	upper = math.Min(upper, powerTilted(tilt(up, lambda, true), k, true, eta, m).delta(eps, true))
+	lower = math.Max(lower, powerTilted(tilt(lo, lambda, false), k, false, eta, m).delta(eps, false))
+	return math.Min(1, upper), math.Max(0, lower), true
+}
+
+// maxTiltItems is the most distinct mechanisms whose composition refineTilted brackets
+// on tilted lattices: each round discretises and composes every item again, whose cost
+// is not predicted before the round (many distinct items keep the plain bracket).
+const maxTiltItems = 4
+
+// tiltedMixDelta returns a certified bracket of δ(ε) in direction d (0 remove, 1 add;
+// a symmetric mechanism's one direction serves both) of a workload of several distinct
+// mechanisms, each Count times: every item's lattices are tilted by one λ (the tilt of a
+// composition is the composition of the tilts, whatever the parts), the saddle of the sum
+// of the items' tilted means, and composed by repeated squaring and convolution; false
+// when tilting does not apply. The split by large losses (jumps.go) is for one repeated
+// mechanism only.
+func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
+	ups, los := make([]tiltPart, len(items)), make([]tiltPart, len(items))
+	mean := 0.0
+	for i, it := range items {
+		sp := it.Mechanism.specs()
+		up, lo := discretize(sp[min(d, len(sp)-1)], h, 1e-300)
+		ups[i], los[i] = tiltPart{up, it.Count}, tiltPart{lo, it.Count}
+		mean += float64(it.Count) * tiltedMean(up, 0)
+	}
+	if mean >= eps {
+		return 1, 0, false
+	}
+	lambda := saddleLambda(ups, eps, m)
 	if lambda == 0 {
 		return 1, 0, false
 	}
-	// Each of the at most 2·log2(k) steps may shed this much tilted mass at each end:
-	// about 1e-12 of the δ read out in all.
-	eta := 1e-12 / float64(4*bits.Len64(uint64(k)))
-	bounds := [2]float64{}
-	for j, l := range []*Lattice{up, lo} {
+	var bounds [2]float64
+	for j, parts := range [][]tiltPart{ups, los} {
 		isUp := j == 0
-		base := tilt(l, lambda, isUp)
 		var acc *tilted
-		for i := bits.Len64(uint64(k)) - 1; i >= 0; i-- {
+		for _, p := range parts {
+			eta := trimEta(p.n)
+			t := powerTilted(tilt(p.l, lambda, isUp), p.n, isUp, eta, m)
 			if acc != nil {
-				m.add(convolveWork(len(acc.l.Mass), len(acc.l.Mass)))
-				sq := composeTilted(*acc, *acc, isUp, eta)
-				acc = &sq
+				m.add(convolveWork(len(acc.l.Mass), len(t.l.Mass)))
+				t = composeTilted(*acc, t, isUp, eta)
 			}
-			if k>>uint(i)&1 == 1 {
-				if acc == nil {
-					b := base
-					acc = &b
-				} else {
-					m.add(convolveWork(len(acc.l.Mass), len(base.l.Mass)))
-					st := composeTilted(*acc, base, isUp, eta)
-					acc = &st
-				}
-			}
+			acc = &t
 		}
 		bounds[j] = acc.delta(eps, isUp)
 	}
 	return math.Min(1, bounds[0]), math.Max(0, bounds[1]), true
 }
 
-// refineTilted brackets δ(Options.Epsilon) of one repeated mechanism on tilted lattices
-// (tiltedSelfDelta) when the plain lattices leave it wider than the tolerance — at tiny δ
+// refineTilted brackets δ(Options.Epsilon) of the workload's items (with no Gaussian
+// merged in closed form) on tilted lattices (tiltedSelfDelta for one repeated
+// mechanism, tiltedMixDelta for several) when the plain lattices leave it wider than the tolerance — at tiny δ
 // their absolute error leaves the lower end at 0 (issue 24 item 3: 1000 steps of a
 // subsampled Gaussian, σ = 4, q = 0.01, at ε = 1: [0, 9.8e-24] plain, [1.0034e-34,
-// 1.0076e-34] tilted at spacing 3e-5). The spacing starts at the finest plain lattice's
-// and halves (the width falls about as h²) until the tolerance is met, six rounds pass,
-// or, adaptive, the next round is predicted to exceed DefaultWork.
-func (c *Composition) refineTilted(it Item, m *meter, adaptive bool) {
+// 1.0076e-34] tilted at spacing 3e-5; at ε = 2, where large losses take over,
+// [2.53e-116, 3.56e-116] by default and [3.164e-116, 3.181e-116] at tolerance 0.02,
+// split by jumps.go). The spacing starts at the finest plain lattice's and halves (the
+// width falls about as h²) until the tolerance is met, six rounds pass, or, adaptive,
+// the next round is predicted to exceed DefaultWork.
+func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 	eps, target := c.opts.Epsilon, c.opts.Tolerance
 	width := func() float64 {
 		up, lo, _ := c.Delta(eps)
@@ -273,11 +385,21 @@ func (c *Composition) refineTilted(it Item, m *meter, adaptive bool) {
 	}
 	h := c.pld.h
 	start := m.done()
+	sides := 1
+	for _, it := range items {
+		sides = max(sides, len(it.Mechanism.specs()))
+	}
 	for round := 0; round < 6; round++ {
 		before := m.done()
 		up, lo := 0.0, 0.0
-		for _, s := range it.Mechanism.specs() {
-			u, l, ok := tiltedSelfDelta(s, it.Count, h, eps, m)
+		for d := range sides {
+			var u, l float64
+			var ok bool
+			if len(items) == 1 {
+				u, l, ok = tiltedSelfDelta(items[0].Mechanism.specs()[d], items[0].Count, h, eps, m)
+			} else {
+				u, l, ok = tiltedMixDelta(items, d, h, eps, m)
+			}
 			if !ok {
 				return // ε is within the bulk of the loss: the plain lattice serves
 			}
