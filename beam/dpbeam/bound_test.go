@@ -18,7 +18,7 @@ func canonical(a *bucketAcc) []any {
 	out := []any{}
 	for _, n := range names {
 		out = append(out, n)
-		for _, p := range a.units[n].parts {
+		for _, p := range a.us[a.units[n]].parts {
 			out = append(out, p.part, p.pri)
 			for _, it := range p.items {
 				bits := []uint64{}
@@ -103,7 +103,7 @@ func TestMergeIsBounding(t *testing.T) {
 			t.Errorf("%d-way split: kept %v, want %v", parts, got, want)
 		}
 	}
-	for _, u := range whole.units {
+	for _, u := range whole.us {
 		if len(u.parts) != 3 {
 			t.Errorf("a unit kept %d partitions, want 3", len(u.parts))
 		}
@@ -117,13 +117,13 @@ func TestMergeIsBounding(t *testing.T) {
 
 func keptSet(a *bucketAcc) map[string][]string {
 	out := map[string][]string{}
-	for name, u := range a.units {
+	for _, u := range a.us {
 		for _, p := range u.parts {
 			for _, it := range p.items {
-				out[name] = append(out[name], p.part+":"+string(rune('0'+int(it.vals[0]))))
+				out[u.name] = append(out[u.name], p.part+":"+string(rune('0'+int(it.vals[0]))))
 			}
 		}
-		slices.Sort(out[name])
+		slices.Sort(out[u.name])
 	}
 	return out
 }
