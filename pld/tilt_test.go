@@ -266,3 +266,24 @@ func TestMixedTailDelta(t *testing.T) {
 		}
 	}
 }
+
+// tiltedMixDelta on atoms holds the exact curve of a workload of two distinct pairs,
+// enumerated term by term (enum): 100 releases of (ε = 0.5, δ0) and 150 of (ε = 0.25, 0),
+// far in the tail (δ from 8.5e-6 down to 1.4e-26), without and with δ-events (δ0 = 1e-25: the
+// upper bound keeps their mass at +∞, the lower leaves it out).
+func TestTiltedMixDeltaAgainstEnumeration(t *testing.T) {
+	pair := func(e, d0 float64) enum {
+		return enumOf([]float64{-e, e}, []float64{(1 - d0) / (1 + math.Exp(e)), (1 - d0) / (1 + math.Exp(-e))}, d0)
+	}
+	for _, d0 := range []float64{0, 1e-25} {
+		items := []Item{{EpsilonDelta{Epsilon: 0.5, Delta: d0}, 100}, {EpsilonDelta{Epsilon: 0.25}, 150}}
+		exact := pair(0.5, d0).power(100).compose(pair(0.25, 0).power(150))
+		for _, eps := range []float64{40, 55, 70} {
+			want := exact.delta(eps)
+			up, lo, ok := tiltedMixDelta(items, 0, 0.25, eps, nil)
+			if !ok || up < want*(1-1e-12) || lo > want*(1+1e-12) || (up-lo)/up > 1e-9+d0*100/want {
+				t.Errorf("δ0 = %g, ε = %g: tilted [%.15g, %.15g] (ok %v), exact %.15g", d0, eps, lo, up, ok, want)
+			}
+		}
+	}
+}
