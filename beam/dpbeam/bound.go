@@ -40,9 +40,9 @@ import (
 // few accumulators per bucket cross the shuffle instead of every row. (Emitting them
 // more often, to keep less state per bundle, cost more on Prism: 10^7 rows with
 // accumulators emitted every 2^17 rows took 8 GB instead of 3.2 GB; a lifted combine in
-// place of the GroupByKey, 15 % more CPU.) The
-// bounds hold whatever the sampling does, which is all the privacy guarantee needs; the
-// randomness only makes the kept rows an unbiased sample.
+// place of the GroupByKey, 15 % more CPU.) The bounds hold whatever the sampling does,
+// which is all the privacy guarantee needs; the randomness only makes the kept rows an
+// unbiased sample.
 //
 // For rows, the stage emits one element per (unit, kept partition): the unit's kept rows
 // there (their numeric fields), from which each aggregation computes the unit's partial —
@@ -54,7 +54,7 @@ import (
 // For DistinctPerKey it emits each kept distinct value with its partition, and one unit
 // record per (unit, kept partition).
 
-// DefaultBuckets is the number of unit buckets of the bounding combiner when
+// DefaultBuckets is the number of unit buckets of the bounding stage when
 // PrivacySpecParams.Buckets is 0. Each bucket is one key of the shuffle; its
 // accumulator holds the bounded rows of 1/Buckets of the units.
 const DefaultBuckets = 1024

@@ -74,7 +74,7 @@ func FuzzDecodeBucket(f *testing.F) {
 
 // TestMergeIsBounding: merging accumulators built from any split of a unit's rows keeps
 // exactly the k partitions and c rows of smallest priority of all the rows, as one
-// accumulator of all the rows does (the combiner's result does not depend on how Beam
+// accumulator of all the rows does (the merged result does not depend on how Beam
 // bundles the rows).
 func TestMergeIsBounding(t *testing.T) {
 	fn := &bounder{K: 3, C: 2, Key: [16]byte{9}, Seed: 11}

@@ -41,7 +41,7 @@ func genData(n int, seed uint64) []row {
 // boundedRef is the direct computation of the bounding the pipeline does under a test
 // seed: per unit the k partitions of smallest keyed hash, and in each the c rows of
 // smallest seeded priority (rows mode) or c distinct items of smallest keyed hash
-// (distinct mode). It sorts where the pipeline keeps heaps in a combiner.
+// (distinct mode). It sorts where the pipeline keeps heaps in its accumulators.
 type refPart struct {
 	units  int64
 	amount []float64 // the kept rows' amounts (rows mode)
