@@ -228,7 +228,7 @@ func jumpRemainder(b, jl *Lattice, k, J int64, eps, lambda0 float64, m *meter) f
 	for _, f := range []float64{0.5, 0.7, 0.85, 1, 1.2, 1.5, 2} {
 		best = math.Min(best, bound(f*lambda0))
 	}
-	return math.Exp(best)
+	return math.Exp(best) + math.SmallestNonzeroFloat64 // an underflow rounds down
 }
 
 // infConfigs bounds from above the mass of the k-fold configurations with at least one
@@ -243,5 +243,5 @@ func infConfigs(l *Lattice, k int64) float64 {
 	// f + inf − 1 is rounded by an ulp of 1 (k times that in the exponent).
 	e := float64(k-1) * math.Log1p(f+inf-1)
 	e += 1e-12*math.Abs(e) + 4*float64(k)*u
-	return float64(k) * inf * math.Exp(e) * (1 + 8*u)
+	return float64(k)*inf*math.Exp(e)*(1+8*u) + math.SmallestNonzeroFloat64 // an underflow rounds down
 }

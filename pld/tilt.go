@@ -167,7 +167,11 @@ func (t tilted) delta(eps float64, upper bool) float64 {
 	n := float64(len(l.Mass))
 	errAt := t.errAt(eps)
 	if upper {
-		return sum*(1+l.Rel)*(1+rel)*(1+n*u) + errAt + t.inf
+		// Below 2.2e-308 the exponentials lose absolute precision: each term (and errAt)
+		// may come out up to twice the smallest subnormal low, or 0. Adding that keeps
+		// the upper bound above the truth there too (and positive: δ > 0 is never
+		// reported as 0).
+		return sum*(1+l.Rel)*(1+rel)*(1+n*u) + errAt + t.inf + (2*n+2)*math.SmallestNonzeroFloat64
 	}
 	return sum*math.Max(0, 1-l.Rel)*(1-rel)*(1-n*u) - errAt
 }

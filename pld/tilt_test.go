@@ -182,11 +182,14 @@ func TestTailDeltaBrackets(t *testing.T) {
 	for _, c := range loadTailDelta(t, "testdata/tail_delta.json").Cases {
 		it := c.Mechanism.item()
 		for i, ref := range []string{c.Remove, c.Add} {
-			want, _ := strconv.ParseFloat(ref, 64)
+			want, _ := strconv.ParseFloat(ref, 64) // 0 below the float64 range (the add direction at ε ≥ 3)
 			up, lo, ok := tiltedSelfDelta(it.Mechanism.specs()[i], it.Count, 2e-4, c.Eps, nil)
 			t.Logf("%s direction %d: [%.6g, %.6g], reference %.6g", c.Name, i, lo, up, want)
 			if !ok || up < want*(1-tailDeltaTol) || lo > want*(1+tailDeltaTol) {
 				t.Errorf("%s direction %d: [%.6g, %.6g] (ok %v) misses the reference %s", c.Name, i, lo, up, ok, ref)
+			}
+			if !(up > 0) { // the reference is positive: an upper bound of 0 is below it
+				t.Errorf("%s direction %d: upper bound %g below the reference %s", c.Name, i, up, ref)
 			}
 			if i == 1 {
 				continue // far below the remove direction, which decides the answer
