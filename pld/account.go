@@ -236,13 +236,30 @@ const maxStartBins = 1 << 18
 // within 1e-9 of integers; a subsampled two-atom pair has a different Shift in each
 // direction, see subsampledSpec.atomOffset); else 0.
 func commonUnit(list []Item) float64 {
+	for _, it := range list {
+		if _, ok := it.Mechanism.(Gaussian); ok {
+			continue
+		}
+		for _, s := range it.Mechanism.specs() {
+			if !pureAtoms(s) {
+				return 0
+			}
+		}
+	}
+	return atomGrid(list)
+}
+
+// atomGrid returns u > 0 when every item but Gaussians has loss atoms (Laplace's ±Δ/b
+// among a continuous part, or atoms only) on multiples of one unit u (the smallest; ratios
+// within 1e-9 of integers); else 0.
+func atomGrid(list []Item) float64 {
 	var units []float64
 	for _, it := range list {
 		if _, ok := it.Mechanism.(Gaussian); ok {
 			continue
 		}
 		for _, s := range it.Mechanism.specs() {
-			if !pureAtoms(s) || s.atomUnit() <= 0 {
+			if s.atomUnit() <= 0 {
 				return 0
 			}
 			units = append(units, s.atomUnit())

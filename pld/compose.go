@@ -153,7 +153,7 @@ func ComposeContext(ctx context.Context, items []Item, opts *Options) (c *Compos
 		return nil, err
 	}
 	c.refine(p, m, tol, adaptive)
-	if o.Epsilon > 0 && w.mu2 == 0 && len(w.list) <= maxTiltItems {
+	if o.Epsilon > 0 && len(w.list) <= maxTiltItems {
 		c.refineTilted(w.list, m, adaptive)
 	}
 	c.work = m.done()

@@ -33,6 +33,14 @@ import "math"
 // configurations with at least one release at +∞ have mass (F + I)^k − F^k ≤
 // k·I·(F + I)^{k−1} (F, I the finite and infinite masses of one release), each with δ at
 // most its mass.
+//
+// A workload of several distinct pairs, n_i releases each, multiplies out the same way:
+// Π_i (B_i + J_i)^{*n_i} = Σ_{j_1, j_2, …} Π_i C(n_i, j_i)·B_i^{*(n_i−j_i)} * J_i^{*j_i},
+// a term per multi-index, each bracketed under its own saddle tilt; a pair whose tilted
+// loss is one bump is not split (J_i empty, B_i the whole: the identity still holds).
+// The terms are added by their total J = Σ j_i, and those left out are bounded by the
+// generating function of the counts (see jumpRemainder). Configurations with a release
+// at +∞ are bounded by telescoping the products (see infConfigs).
 
 // passWork is the work (see meter) of one pass over a lattice's bins computing
 // exponentials (a tilted mean, a moment generating function).
@@ -41,40 +49,109 @@ const passWork = 8
 // maxJumps is the largest number of tail releases bracketed term by term.
 const maxJumps = 8
 
+// jumpPart is n releases of one pair of a composition split at l0: its upper and lower
+// lattices' bulks and tails (tails nil: the part is not split, its bulks are the whole
+// lattices), and the whole upper lattice, whose mass at +∞ infConfigs counts.
+type jumpPart struct {
+	bUp, jUp, bLo, jLo, up *Lattice
+	n                      int64
+}
+
+// newJumpPart returns the part of n releases of the pair with lattices up and lo, split
+// at l0 when split is true and both sides of l0 hold mass.
+func newJumpPart(up, lo *Lattice, n int64, l0 float64, split bool) jumpPart {
+	p := jumpPart{bUp: up, bLo: lo, up: up, n: n}
+	if split {
+		if bUp, jUp := splitLattice(up, l0); bUp != nil && jUp != nil {
+			p.bUp, p.jUp = bUp, jUp
+			p.bLo, p.jLo = splitLattice(lo, l0)
+		}
+	}
+	return p
+}
+
 // splitSelfDelta brackets δ(eps) of k releases of the pair whose upper and lower lattices
 // are up and lo, term by term in the number of releases with a loss above eps/4 (see
 // above). good is false when no mass lies there ([1, 0]) or when the terms not computed
 // may hold more than a tenth of the upper bound (large losses are common: the bracket is
 // valid but loose).
 func splitSelfDelta(up, lo *Lattice, k int64, eps float64, m *meter) (upper, lower float64, good bool) {
-	l0 := eps / 4
-	bUp, jUp := splitLattice(up, l0)
-	bLo, jLo := splitLattice(lo, l0)
-	if bUp == nil || jUp == nil {
+	p := newJumpPart(up, lo, k, eps/4, true)
+	if p.jUp == nil {
 		return 1, 0, false
 	}
-	eta := trimEta(k)
-	var sumUp, sumLo, rest float64
-	for j := int64(0); j <= k; j++ {
-		lambda := saddleLambda([]tiltPart{{bUp, k - j}, {jUp, j}}, eps, m)
-		// λ = 0 (the mean already at ε, or ε out of reach) still gives valid brackets.
-		sumUp += jumpTerm(bUp, jUp, k, j, lambda, eps, true, eta, m)
-		if bLo != nil && (j == 0 || jLo != nil) {
-			sumLo += math.Max(0, jumpTerm(bLo, jLo, k, j, lambda, eps, false, eta, m))
+	return splitDelta([]jumpPart{p}, eps, m)
+}
+
+// splitDelta brackets δ(eps) of the composition of the parts term by term in the
+// multi-index (j_1, …) of the numbers of tail releases of the split parts (the binomial
+// theorem for each part, multiplied out): the terms of J = Σ j_i = 0, 1, … are added
+// until the bound on the rest falls below 1e-9 of the lower sum, or J = maxJumps. good
+// is false when the rest may hold more than a tenth of the upper bound.
+func splitDelta(parts []jumpPart, eps float64, m *meter) (upper, lower float64, good bool) {
+	var total, most int64
+	for _, p := range parts {
+		total += p.n
+		if p.jUp != nil {
+			most += p.n
 		}
-		if j == k {
+	}
+	eta := trimEta(total)
+	js := make([]int64, len(parts))
+	var sumUp, sumLo, rest float64
+	terms := 0
+	for J := int64(0); ; J++ {
+		lambda := 0.0
+		eachSplit(parts, js, 0, J, func() {
+			var tp []tiltPart
+			for i, p := range parts {
+				if p.n > js[i] {
+					tp = append(tp, tiltPart{p.bUp, p.n - js[i]})
+				}
+				if js[i] > 0 {
+					tp = append(tp, tiltPart{p.jUp, js[i]})
+				}
+			}
+			lambda = saddleLambda(tp, eps, m)
+			// λ = 0 (the mean already at ε, or ε out of reach) still gives valid brackets.
+			sumUp += jumpTerm(parts, js, lambda, eps, true, eta, m)
+			sumLo += math.Max(0, jumpTerm(parts, js, lambda, eps, false, eta, m))
+			terms++
+		})
+		if J == most {
 			rest = 0
 			break
 		}
 		// Stop when the terms left are negligible, or after maxJumps.
-		rest = jumpRemainder(bUp, jUp, k, j, eps, lambda, m)
-		if rest <= 1e-9*sumLo || j == maxJumps {
+		rest = jumpRemainder(parts, J, eps, lambda, m)
+		if rest <= 1e-9*sumLo || J == maxJumps {
 			break
 		}
 	}
-	// At most maxJumps + 3 additions of non-negative terms, each rounded once.
-	upper = math.Min(1, (sumUp+rest+infConfigs(up, k))*(1+16*u))
-	return upper, sumLo * (1 - 16*u), rest <= upper/10
+	// terms + 3 additions of non-negative terms, each rounded once.
+	r := float64(terms+3) * 2 * u
+	upper = math.Min(1, (sumUp+rest+infConfigs(parts))*(1+r))
+	return upper, sumLo * (1 - r), rest <= upper/10
+}
+
+// eachSplit calls f with js[from:] set to every multi-index of tail counts that adds up
+// to J (j_i ≤ n_i, and 0 for a part not split).
+func eachSplit(parts []jumpPart, js []int64, from int, J int64, f func()) {
+	if from == len(parts) {
+		if J == 0 {
+			f()
+		}
+		return
+	}
+	top := int64(0)
+	if parts[from].jUp != nil {
+		top = min(J, parts[from].n)
+	}
+	for j := int64(0); j <= top; j++ {
+		js[from] = j
+		eachSplit(parts, js, from+1, J-j, f)
+	}
+	js[from] = 0
 }
 
 // valley estimates, for the k-fold composition of l tilted by λ, its density at eps over
@@ -134,33 +211,51 @@ func splitLattice(l *Lattice, l0 float64) (bulk, tail *Lattice) {
 	return part(0, cut), part(cut, len(l.Mass))
 }
 
-// jumpTerm returns the bound (upper or lower) of C(k, j)·δ(ε) of B^{*(k−j)} * J^{*j},
-// computed tilted by λ (its +∞ mass is left out: infConfigs counts it).
-func jumpTerm(b, jl *Lattice, k, j int64, lambda, eps float64, upper bool, eta float64, m *meter) float64 {
+// jumpTerm returns the bound (upper or lower) of Π C(n_i, j_i)·δ(ε) of the composition
+// of every part's B^{*(n−j)} * J^{*j}, computed tilted by λ (its +∞ mass is left out:
+// infConfigs counts it). A lower bound whose lattices are missing (no lower mass on that
+// side) is 0.
+func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta float64, m *meter) float64 {
 	var acc *tilted
-	if k > j {
-		tb := tilt(b, lambda, upper)
-		tb.inf = 0
-		p := powerTilted(tb, k-j, upper, eta, m)
-		acc = &p
-	}
-	if j > 0 {
-		tj := tilt(jl, lambda, upper)
-		tj.inf = 0
-		p := powerTilted(tj, j, upper, eta, m)
-		if acc == nil {
-			acc = &p
-		} else {
+	add := func(l *Lattice, n int64) bool {
+		if n == 0 {
+			return true
+		}
+		if l == nil {
+			return false
+		}
+		t := tilt(l, lambda, upper)
+		t.inf = 0
+		p := powerTilted(t, n, upper, eta, m)
+		if acc != nil {
 			m.add(convolveWork(len(acc.l.Mass), len(p.l.Mass)))
-			c := composeTilted(*acc, p, upper, eta)
-			acc = &c
+			p = composeTilted(*acc, p, upper, eta)
+		}
+		acc = &p
+		return true
+	}
+	lc := 0.0
+	for i, p := range parts {
+		b, jl := p.bUp, p.jUp
+		if !upper {
+			b, jl = p.bLo, p.jLo
+		}
+		if !add(b, p.n-js[i]) || !add(jl, js[i]) {
+			return 0
+		}
+		v, e := logBinom(p.n, js[i])
+		if upper {
+			lc += v + e
+		} else {
+			lc += v - e
 		}
 	}
-	lc, e := logBinom(k, j)
+	// Σ of at most four terms: its rounding is far below 1e-12 of the magnitudes.
+	slack := 1e-12 * math.Abs(lc)
 	if upper {
-		acc.logScale += lc + e
+		acc.logScale += lc + slack
 	} else {
-		acc.logScale += lc - e
+		acc.logScale += lc - slack
 	}
 	return acc.delta(eps, upper)
 }
@@ -202,27 +297,63 @@ func logMGF(l *Lattice, lambda float64) float64 {
 	return v + 1e-12*(1+math.Abs(v)+math.Abs(top)+lambda*math.Abs(xt)) + 2*float64(len(l.Mass))*u
 }
 
-// jumpRemainder bounds Σ_{j>J} C(k, j)·δ_j(ε) from above (see the comment at the top):
-// the least of the Chernoff bounds at a few λ around λ0 (each is a bound).
-func jumpRemainder(b, jl *Lattice, k, J int64, eps, lambda0 float64, m *meter) float64 {
+// jumpRemainder bounds from above the terms with more than J tail releases in all (see
+// the comment at the top): the least of the Chernoff bounds at a few λ around λ0 (each is
+// a bound), each summed over the multi-indices by the generating function
+//
+//	Σ_{|j|>J} Π_i C(n_i, j_i)·M_Bi^{n_i−j_i}·M_Ji^{j_i} ≤ t^{−(J+1)}·Π_i (M_Bi + t·M_Ji)^{n_i},  any t ≥ 1,
+//
+// (every term is non-negative and t^{|j|−J−1} ≥ 1 where |j| > J; a part not split counts
+// M^{n_i}), and for one split part also by the ratio of consecutive terms.
+func jumpRemainder(parts []jumpPart, J int64, eps, lambda0 float64, m *meter) float64 {
+	lb, lj := make([]float64, len(parts)), make([]float64, len(parts))
 	bound := func(lambda float64) float64 {
-		m.add(2 * passWork * int64(len(b.Mass)+len(jl.Mass)))
-		la, lb := logMGF(jl, lambda), logMGF(b, lambda)
-		lc, e := logBinom(k, J+1)
-		ta, tb := float64(J+1)*la, float64(k-J-1)*lb
-		first := lc + e + ta + tb - lambda*eps
-		// the products and sums round: a few ulps of their magnitudes
-		first += 1e-12 * (math.Abs(lc) + math.Abs(ta) + math.Abs(tb) + lambda*eps)
-		// ratio of term J+2 to term J+1, the largest of the ratios that follow
-		lr := math.Log(float64(k-J-1)) - math.Log(float64(J+2)) + la - lb
-		if k == J+1 || lr < -1e-3 {
-			if k == J+1 {
-				lr = math.Inf(-1)
+		var split []int
+		for i, p := range parts {
+			m.add(2 * passWork * int64(len(p.bUp.Mass)))
+			lb[i], lj[i] = logMGF(p.bUp, lambda), math.Inf(-1)
+			if p.jUp != nil {
+				m.add(2 * passWork * int64(len(p.jUp.Mass)))
+				lj[i] = logMGF(p.jUp, lambda)
+				split = append(split, i)
 			}
-			return first - math.Log1p(-math.Exp(lr)) + 1e-9
 		}
-		all := float64(k)*logAdd(la, lb) - lambda*eps // every term with j > J, and more
-		return all + 1e-12*(math.Abs(all)+2*lambda*eps) + 1e-9
+		best := math.Inf(1)
+		for s := 0; s <= 64; s++ { // t = 2^(s/2)
+			lt := float64(s) * math.Ln2 / 2
+			v, mag := -float64(J+1)*lt-lambda*eps, float64(J+1)*lt+lambda*eps
+			for i, p := range parts {
+				x := float64(p.n) * logAdd(lb[i], lt+lj[i])
+				v, mag = v+x, mag+math.Abs(x)+float64(p.n)*math.Abs(lb[i])
+			}
+			best = math.Min(best, v+1e-12*mag+1e-9) // the products and sums round
+		}
+		if len(split) != 1 {
+			return best
+		}
+		// One split part (k releases): the rest is its first term (J+1) times the others'
+		// M^n, over 1 − the ratio of term J+2 to term J+1, the largest of those that follow.
+		i := split[0]
+		k := parts[i].n
+		others, mag := 0.0, 0.0
+		for o, p := range parts {
+			if o != i {
+				x := float64(p.n) * lb[o]
+				others, mag = others+x, mag+math.Abs(x)
+			}
+		}
+		lc, e := logBinom(k, J+1)
+		ta, tb := float64(J+1)*lj[i], float64(k-J-1)*lb[i]
+		first := lc + e + ta + tb + others - lambda*eps
+		first += 1e-12 * (math.Abs(lc) + math.Abs(ta) + math.Abs(tb) + mag + lambda*eps)
+		lr := math.Log(float64(k-J-1)) - math.Log(float64(J+2)) + lj[i] - lb[i]
+		if k == J+1 {
+			lr = math.Inf(-1)
+		}
+		if k == J+1 || lr < -1e-3 {
+			best = math.Min(best, first-math.Log1p(-math.Exp(lr))+1e-9)
+		}
+		return best
 	}
 	best := math.Inf(1)
 	for _, f := range []float64{0.5, 0.7, 0.85, 1, 1.2, 1.5, 2} {
@@ -231,17 +362,31 @@ func jumpRemainder(b, jl *Lattice, k, J int64, eps, lambda0 float64, m *meter) f
 	return math.Exp(best) + math.SmallestNonzeroFloat64 // an underflow rounds down
 }
 
-// infConfigs bounds from above the mass of the k-fold configurations with at least one
-// release at +∞: (F + I)^k − F^k ≤ k·I·(F + I)^{k−1}, F ≤ (1 + Rel)·Σm + Err the finite
-// mass of one release, I its mass at +∞.
-func infConfigs(l *Lattice, k int64) float64 {
-	inf := math.Max(l.InfMass, 0)
-	if inf == 0 {
+// infConfigs bounds from above the mass of the configurations with at least one release
+// at +∞: with A_i = (F_i + I_i)^{n_i} and B_i = F_i^{n_i} (F the finite mass of one
+// release of part i, at most (1 + Rel)·Σm + Err, and I its mass at +∞),
+// Π A_i − Π B_i = Σ_i (A_i − B_i)·Π_{i'<i} B_i'·Π_{i'>i} A_i' ≤ Σ_i n_i·I_i·(F_i + I_i)^{n_i−1}·Π_{i'≠i} A_i'.
+func infConfigs(parts []jumpPart) float64 {
+	logPow := func(l *Lattice, n int64) float64 { // ln (F + I)^n, rounded up
+		f := total(l.Mass)*(1+l.Rel)*(1+float64(len(l.Mass))*u) + l.Err
+		// f + inf − 1 is rounded by an ulp of 1 (n times that in the exponent).
+		e := float64(n) * math.Log1p(f+math.Max(l.InfMass, 0)-1)
+		return e + 1e-12*math.Abs(e) + 4*float64(n)*u
+	}
+	all := 0.0
+	for _, p := range parts {
+		all += logPow(p.up, p.n)
+	}
+	sum := 0.0
+	for _, p := range parts {
+		if inf := math.Max(p.up.InfMass, 0); inf > 0 {
+			e := all - logPow(p.up, p.n) + logPow(p.up, p.n-1)
+			e += 1e-12 * (math.Abs(all) + 2*math.Abs(logPow(p.up, p.n)))
+			sum += float64(p.n) * inf * math.Exp(e) * (1 + 8*u)
+		}
+	}
+	if sum == 0 {
 		return 0
 	}
-	f := total(l.Mass)*(1+l.Rel)*(1+float64(len(l.Mass))*u) + l.Err
-	// f + inf − 1 is rounded by an ulp of 1 (k times that in the exponent).
-	e := float64(k-1) * math.Log1p(f+inf-1)
-	e += 1e-12*math.Abs(e) + 4*float64(k)*u
-	return float64(k)*inf*math.Exp(e)*(1+8*u) + math.SmallestNonzeroFloat64 // an underflow rounds down
+	return sum*(1+float64(len(parts))*2*u) + math.SmallestNonzeroFloat64 // an underflow rounds down
 }

@@ -27,8 +27,13 @@ type meter struct {
 	lastCall time.Time
 }
 
-// abort carries an error (a context's, or a refusal) up to ComposeContext.
-type abort struct{ err error }
+// abort carries an error (a context's, or a refusal) up to ComposeContext. tooLarge
+// marks a lattice refused for its size (refuseLattice), which an optional refinement
+// may catch and stop at (see tiltRound).
+type abort struct {
+	err      error
+	tooLarge bool
+}
 
 // maxLatticeBins bounds every lattice a composition builds (2^23 float64: 64 MiB; a
 // composition holds a few dozen lattices and the FFT buffers of the largest at most).
@@ -38,7 +43,7 @@ const maxLatticeBins = 1 << 23
 
 // refuseLattice aborts the composition: a lattice of n bins is beyond maxLatticeBins.
 func refuseLattice(n float64) {
-	panic(abort{paramErr("mechanisms", n, "a workload whose lattice fits in 2^23 bins (its privacy losses span too many orders of magnitude: compose the extreme mechanisms separately)")})
+	panic(abort{paramErr("mechanisms", n, "a workload whose lattice fits in 2^23 bins (its privacy losses span too many orders of magnitude: compose the extreme mechanisms separately)"), true})
 }
 
 // progressEvery is the shortest interval between two progress calls.
@@ -56,7 +61,7 @@ func (m *meter) add(n int64) {
 	}
 	done := m.work.Add(n)
 	if err := m.ctx.Err(); err != nil {
-		panic(abort{err})
+		panic(abort{err: err})
 	}
 	if m.progress == nil {
 		return

@@ -1,6 +1,7 @@
 package pld
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -71,7 +72,7 @@ func TestComposeTinyDeltaRelative(t *testing.T) {
 		t.Skip("about 20 s on two busy cores")
 	}
 	for _, c := range loadTinyDelta(t).Cases {
-		comp := composeHolds(t, c.Name, c.Mechanism.item(), c.Eps, c.Want, 1e-2, tinyDeltaTol)
+		comp := composeHolds(t, c.Name, []Item{c.Mechanism.item()}, c.Eps, c.Want, 1e-2, tinyDeltaTol)
 		up, _, _ := comp.Delta(c.Eps)
 		if w := comp.target(); w > 1e-2 {
 			t.Errorf("%s: reported width %g above the tolerance", c.Name, w)
@@ -152,6 +153,85 @@ func TestSplitSelfDeltaAgainstEnumeration(t *testing.T) {
 	}
 }
 
+// The split of a mix (splitDelta over several parts, each by its own number of large
+// losses) holds the exact curve of two distinct pairs with rare large losses, 120
+// releases of one (P-masses 0.3, 0.699999, 1e-6 at losses −2h, h, 3) and 80 of the other
+// (0.45, 0.549998, 2e-6 at −2h, 2h, 2.5), h = 2^-7 (atoms on the lattice): enumerated as
+// the trinomial distribution of each (log-gamma, relative error about 1e-13), composed
+// pair by pair and summed with compensation (nothing shared with the lattice code), at ε
+// where δ comes from one large loss of the second, one of either, two and three (δ from
+// 1.6e-4 down to 1.1e-12); and once with the first pair not split (its bulk is then the whole
+// lattice: a valid split too).
+func TestSplitMixDeltaAgainstEnumeration(t *testing.T) {
+	const h = 0x1p-7
+	type pair struct {
+		loss, p []float64
+		k       int
+	}
+	pairs := []pair{{[]float64{-2 * h, h, 3}, []float64{0.3, 0.699999, 1e-6}, 120},
+		{[]float64{-2 * h, 2 * h, 2.5}, []float64{0.45, 0.549998, 2e-6}, 80}}
+	var powers []enum
+	var specs []spec
+	for _, pr := range pairs {
+		lq := make([]float64, 3)
+		qSum := 0.0
+		for i := range pr.p {
+			lq[i] = math.Log(pr.p[i]) - pr.loss[i]
+			qSum += math.Exp(lq[i])
+		}
+		s := newAtomSpec(pr.loss, pr.p, lq, 0, 1-qSum, 4*u)
+		s.unit = h
+		specs = append(specs, s)
+		e := enum{atoms: map[float64]float64{}}
+		lk, _ := math.Lgamma(float64(pr.k + 1))
+		for c := 0; c <= pr.k; c++ {
+			for b := 0; b+c <= pr.k; b++ {
+				a := pr.k - b - c
+				la, _ := math.Lgamma(float64(a + 1))
+				lb, _ := math.Lgamma(float64(b + 1))
+				lc, _ := math.Lgamma(float64(c + 1))
+				l := float64(a)*pr.loss[0] + float64(b)*pr.loss[1] + float64(c)*pr.loss[2]
+				e.atoms[l] += math.Exp(lk - la - lb - lc + float64(a)*math.Log(pr.p[0]) + float64(b)*math.Log(pr.p[1]) + float64(c)*math.Log(pr.p[2]))
+			}
+		}
+		powers = append(powers, e)
+	}
+	exact := func(eps float64) float64 {
+		var sum, comp float64 // Neumaier's compensated sum
+		for la, ma := range powers[0].atoms {
+			for lb, mb := range powers[1].atoms {
+				if la+lb <= eps {
+					continue
+				}
+				x := ma * mb * -math.Expm1(eps-la-lb)
+				s := sum + x
+				if math.Abs(sum) >= math.Abs(x) {
+					comp += (sum - s) + x
+				} else {
+					comp += (x - s) + sum
+				}
+				sum = s
+			}
+		}
+		return sum + comp
+	}
+	for _, eps := range []float64{2, 2.9, 5.2, 8} {
+		want := exact(eps)
+		for _, splitFirst := range []bool{true, false} {
+			var parts []jumpPart
+			for i, s := range specs {
+				up, lo := discretize(s, h, 1e-300)
+				parts = append(parts, newJumpPart(up, lo, int64(pairs[i].k), eps/4, i > 0 || splitFirst))
+			}
+			su, sl, ok := splitDelta(parts, eps, nil)
+			t.Logf("ε = %g (first split %v): [%.12g, %.12g], exact %.12g", eps, splitFirst, sl, su, want)
+			if !ok || su < want*(1-1e-9) || sl > want*(1+1e-9) || (su-sl)/su > 1e-6 {
+				t.Errorf("ε = %g (first split %v): split [%.12g, %.12g] (ok %v), exact %.12g", eps, splitFirst, sl, su, ok, want)
+			}
+		}
+	}
+}
+
 // tailDeltaTol is the tolerance against testdata/tail_delta.json: δ(ε) of k
 // subsampled-Gaussian releases where the tail is reached through rare large losses (the
 // tilted sum is a mixture of separate bumps), by Bromwich inversion of the exact moment
@@ -214,17 +294,17 @@ func TestComposeTailDeltaRelative(t *testing.T) {
 		t.Skip("about a minute on two busy cores")
 	}
 	for _, c := range loadTailDelta(t, "testdata/tail_delta.json").Cases {
-		composeHolds(t, c.Name, c.Mechanism.item(), c.Eps, c.Want, 2e-2, tailDeltaTol)
+		composeHolds(t, c.Name, []Item{c.Mechanism.item()}, c.Eps, c.Want, 2e-2, tailDeltaTol)
 	}
 }
 
-// composeHolds composes it at Options.Epsilon = eps with the tolerance tol and checks
+// composeHolds composes items at Options.Epsilon = eps with the tolerance tol and checks
 // that the bracket of δ(eps) has delta_lower > 0, width ≤ tol, and holds the reference
 // ref within refTol.
-func composeHolds(t *testing.T, name string, it Item, eps float64, ref string, tol, refTol float64) *Composition {
+func composeHolds(t *testing.T, name string, items []Item, eps float64, ref string, tol, refTol float64) *Composition {
 	t.Helper()
 	want, _ := strconv.ParseFloat(ref, 64)
-	comp, err := Compose([]Item{it}, &Options{Epsilon: eps, Tolerance: tol})
+	comp, err := Compose(items, &Options{Epsilon: eps, Tolerance: tol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,22 +315,31 @@ func composeHolds(t *testing.T, name string, it Item, eps float64, ref string, t
 	return comp
 }
 
-// Workloads of several distinct mechanisms far in the tail (tiltedMixDelta: one tilt
-// across the items), against testdata/tail_delta_mixed.json (gen_tail_delta.py mixed:
-// the same Bromwich inversion, of the product of the items' moment generating
-// functions): each direction at spacing 2e-4 holds the reference within tailDeltaTol,
-// the remove direction (the add one's δ is 5e-159 of it) with delta_lower > 0 and width
-// ≤ 0.5, and Compose at the default tolerance holds it within a width of 0.1 (the plain
-// lattice alone gave [0, 5.8e-24] at δ ≈ 1.5e-25).
+// Workloads of several distinct mechanisms far in the tail (tiltedMixDelta), against
+// testdata/tail_delta_mixed.json (gen_tail_delta.py mixed: the same Bromwich inversion,
+// of the product of the items' moment generating functions, closed forms for Gaussian
+// and Laplace): two subsampled Gaussians (one tilt; the plain lattice alone gave [0,
+// 5.8e-24] at δ ≈ 1.5e-25); a subsampled Gaussian with Gaussians (merged into one,
+// discretised for the tilted path; large losses make two bumps: split by their number;
+// [0, 4.9e-24] before at δ ≈ 5.8e-176); Laplace at scales 1 and 0.5 at ε = 900 (atoms on
+// the grid of tiltStart; [8.7e-61, 4.9e-60] before, from the plain lattice's unaligned
+// spacing). Each direction at spacing tiltStart(2e-4) (unit/512 for Laplace) holds the
+// reference within tailDeltaTol, the remove direction (for subsampled Gaussians the add
+// one's δ is far below it) with delta_lower > 0 and width ≤ 0.5; Compose at the
+// tolerance 0.05 holds it with delta_lower > 0 within that width.
 func TestMixedTailDelta(t *testing.T) {
 	for _, c := range loadTailDelta(t, "testdata/tail_delta_mixed.json").Cases {
 		var items []Item
 		for _, m := range c.Mechanisms {
 			items = append(items, m.item())
 		}
+		h := tiltStart(items, 2e-4)
+		if unit := atomGrid(items); unit >= 0.5 {
+			h = unit / 512 // Laplace: the atoms on the grid, the rest smooth (1/8192 takes 9 s)
+		}
 		for d, r := range []string{c.Remove, c.Add} {
 			want, _ := strconv.ParseFloat(r, 64)
-			up, lo, ok := tiltedMixDelta(items, d, 2e-4, c.Eps, nil)
+			up, lo, ok := tiltedMixDelta(mergeGaussians(items), d, h, c.Eps, nil)
 			t.Logf("%s direction %d: [%.6g, %.6g], reference %.6g", c.Name, d, lo, up, want)
 			if !ok || up < want*(1-tailDeltaTol) || lo > want*(1+tailDeltaTol) || d == 0 && !(lo > 0 && (up-lo)/up <= 0.5) {
 				t.Errorf("%s direction %d: [%.6g, %.6g] (ok %v), reference %s", c.Name, d, lo, up, ok, r)
@@ -259,15 +348,18 @@ func TestMixedTailDelta(t *testing.T) {
 		if testing.Short() {
 			continue
 		}
-		want, _ := strconv.ParseFloat(c.Want, 64)
-		comp, err := Compose(items, &Options{Epsilon: c.Eps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if up, lo, _ := comp.Delta(c.Eps); !(lo > 0) || up < want*(1-tailDeltaTol) || lo > want*(1+tailDeltaTol) || (up-lo)/up > 0.1 {
-			t.Errorf("%s: Compose [%.6g, %.6g]; reference %.6g", c.Name, lo, up, want)
-		}
+		composeHolds(t, c.Name, items, c.Eps, c.Want, 0.05, tailDeltaTol)
 	}
+}
+
+// mergeGaussians returns the workload's items as Compose puts them on lattices (its
+// Gaussians merged into one).
+func mergeGaussians(items []Item) []Item {
+	w, err := newWorkload(items)
+	if err != nil {
+		panic(err)
+	}
+	return w.list
 }
 
 // tiltedMixDelta on atoms holds the exact curve of a workload of two distinct pairs,
@@ -288,5 +380,36 @@ func TestTiltedMixDeltaAgainstEnumeration(t *testing.T) {
 				t.Errorf("δ0 = %g, ε = %g: tilted [%.15g, %.15g] (ok %v), exact %.15g", d0, eps, lo, up, ok, want)
 			}
 		}
+	}
+}
+
+// The tilted refinement is optional: a lattice refused for its size ends it with the
+// bracket it has (tiltRound), a cancellation still unwinds; and a workload whose tilted
+// lattices would not fit (a Gaussian of μ = 100 beside 10^5 subsampled releases, at ε =
+// 20000: the first round reached a refused lattice after 30 s when the Gaussian joined the
+// tilted path) keeps the plain bracket instead of failing.
+func TestTiltRoundStopsAtRefusal(t *testing.T) {
+	if tiltRound(func() bool { refuseLattice(1e9); return true }) {
+		t.Error("a refused lattice did not stop the round")
+	}
+	func() {
+		defer func() {
+			if r, ok := recover().(abort); !ok || r.tooLarge {
+				t.Errorf("cancellation was not passed on: %v", r)
+			}
+		}()
+		tiltRound(func() bool { panic(abort{err: context.Canceled}) })
+	}()
+	if testing.Short() {
+		return
+	}
+	items := []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 1, Sensitivity: 1}, Rate: 0.001}, 100000},
+		{Gaussian{Sigma: 0.01, Sensitivity: 1}, 1}}
+	comp, err := Compose(items, &Options{Epsilon: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up, lo, _ := comp.Delta(20000); !(0 <= lo && lo <= up && up <= 1) {
+		t.Errorf("bracket [%g, %g]", lo, up)
 	}
 }

@@ -99,13 +99,16 @@ def delta(sigma, q, k, eps, direction, cscale=1, fine=False):
     return delta_mix([(sigma, q, k)], eps, direction, cscale, fine)
 
 
-def delta_mix(mechs, eps, direction, cscale=1, fine=False):
-    """delta(eps) of the composition of k_i releases of each (sigma_i, q_i, k_i) in mechs,
-    all in the same direction: M(z) is the product of the M_i(z)^k_i."""
-    pairs = [pair(sigma, q, direction) for sigma, q, _ in mechs]
-    ks = [k for _, _, k in mechs]
+def delta_mix(mechs, eps, direction, cscale=1, fine=False, panel=1):
+    """delta(eps) of the composition of k_i releases of each mechanism in mechs, all in
+    the same direction: M(z) is the product of the M_i(z)^k_i.  A mechanism is
+    (sigma, q, k), a subsampled Gaussian by quadrature (q = 1: the Gaussian, in closed
+    form), or ("laplace", scale, k) in closed form (both symmetric: one direction).
+    panel scales the quadrature panels' width (x and y)."""
+    ks = [m[-1] for m in mechs]
     eps = mpf(eps)
     width, n = (mpf(2) / 3, 4) if fine else (mpf(1), 4)
+    width *= mpf(panel)
 
     def mgf_nodes(lf, ls, c):
         a, b = window(lf, ls, c)
@@ -114,16 +117,49 @@ def delta_mix(mechs, eps, direction, cscale=1, fine=False):
         logE = [log(w) + lf(x) + c * Lx for (x, w), Lx in zip(nodes, L)]
         return L, logE
 
-    # The saddle point (its value only has to be near the optimum: the integral does not
-    # depend on it).
-    def mean_gap(c):
-        total = -eps
-        for (lf, ls), k in zip(pairs, ks):
+    # Each mechanism as z -> ln M(z) (complex z) and c -> the tilted mean M'(c)/M(c).
+    logms, means = [], []
+    for m in mechs:
+        if m[0] == "laplace":
+            e0 = 1 / mpf(m[1])
+            # loss e0 on x <= 0 (P-mass 1/2), -e0 on x >= 1 (1/2 e^-e0), e0 - 2t between
+            logm = (lambda e0: lambda z: log(exp(z * e0) / 2 + exp(-(1 + z) * e0) / 2
+                                               + exp(z * e0) * (1 - exp(-(2 * z + 1) * e0)) / (2 * (2 * z + 1))))(e0)
+        elif m[1] == 1:
+            mu2 = 1 / mpf(m[0]) ** 2  # loss N(mu^2/2, mu^2): ln M(z) = mu^2 z (z + 1) / 2
+            logm = (lambda mu2: lambda z: mu2 * z * (z + 1) / 2)(mu2)
+        else:
+            logm = None
+        if logm is not None:
+            logms.append(logm)
+            means.append((lambda f: lambda c: mp.diff(lambda t: f(t), c))(logm))
+            continue
+        lf, ls = pair(m[0], m[1], direction)
+
+        def logm_q(z, lf=lf, ls=ls, state={}):
+            c = z.real if isinstance(z, mpc) else z
+            if c not in state:
+                L, logE = mgf_nodes(lf, ls, c)
+                top = max(logE)
+                E = [exp(v - top) for v in logE]
+                M0 = sum(E)
+                state[c] = (log(M0) + top, make_ratio([e / M0 for e in E], L))
+            lm0, ratio = state[c]
+            y = z.imag if isinstance(z, mpc) else 0
+            return lm0 + (log(ratio(y)) if y != 0 else 0)
+
+        def mean_q(c, lf=lf, ls=ls):
             L, logE = mgf_nodes(lf, ls, c)
             top = max(logE)
             E = [exp(v - top) for v in logE]
-            total += k * sum(e * l for e, l in zip(E, L)) / sum(E)
-        return total
+            return sum(e * l for e, l in zip(E, L)) / sum(E)
+        logms.append(logm_q)
+        means.append(mean_q)
+
+    # The saddle point (its value only has to be near the optimum: the integral does not
+    # depend on it).
+    def mean_gap(c):
+        return sum(k * f(c) for f, k in zip(means, ks)) - eps
 
     lo, hi = mpf(0), mpf(1)
     while mean_gap(hi) < 0:
@@ -136,19 +172,11 @@ def delta_mix(mechs, eps, direction, cscale=1, fine=False):
             hi = mid
     c = (lo + hi) / 2 * cscale
 
-    logMk = mpf(0)  # sum of k_i ln M_i(c)
-    ratios = []  # y -> M_i(c+iy)/M_i(c)
-    for (lf, ls), k in zip(pairs, ks):
-        L, logE = mgf_nodes(lf, ls, c)
-        top = max(logE)
-        E = [exp(v - top) for v in logE]
-        M0 = sum(E)
-        E = [e / M0 for e in E]  # M(c+iy)/M(c) = sum E_i e^(i y L_i)
-        logMk += k * (log(M0) + top)
-        ratios.append(make_ratio(E, L))
+    logMk = sum(k * f(c) for f, k in zip(logms, ks))  # sum of k_i ln M_i(c)
 
     def log_ratio_k(y):  # sum of k_i ln(M_i(c+iy)/M_i(c))
-        return sum(k * log(r(y)) for r, k in zip(ratios, ks))
+        z = mpc(c, y)
+        return sum(k * (f(z) - f(c)) for f, k in zip(logms, ks))
 
     # Y: the product of the |ratio|^k below e^(-120), found by doubling.
     Y = mpf(1)
@@ -243,27 +271,62 @@ def write_json(name, generator, cases):
 
 
 def mixed_task(t):
-    mechs, eps, direction = t
-    d, c = delta_mix(mechs, eps, direction)
-    d2, _ = delta_mix(mechs, eps, direction, cscale=mpf("0.96"), fine=True)
+    mechs, eps, panel, direction = t
+    d, c = delta_mix(mechs, eps, direction, panel=panel)
+    d2, _ = delta_mix(mechs, eps, direction, cscale=mpf("0.96"), fine=True, panel=panel)
     diff = fabs(d - d2) / fabs(d)
     print(t, nstr(d, 15), nstr(d2, 15), "rel diff", nstr(diff, 3), file=sys.stderr, flush=True)
     return t, nstr(d, 20), nstr(c, 10), nstr(diff, 3)
 
 
+def mech_name(m):
+    if m[0] == "laplace":
+        return "laplace_b%g_k%d" % m[1:]
+    if m[1] == 1:
+        return "gaussian_s%g_k%d" % (m[0], m[2])
+    return "subsampled_gaussian_s%g_q%g_k%d" % m
+
+
+def mech_json(m):
+    if m[0] == "laplace":
+        return {"kind": "laplace", "scale": m[1], "sensitivity": 1, "count": m[2]}
+    if m[1] == 1:
+        return {"kind": "gaussian", "sigma": m[0], "sensitivity": 1, "count": m[2]}
+    return {"kind": "subsampled_gaussian", "sigma": m[0], "sensitivity": 1, "rate": m[1], "count": m[2]}
+
+
 def main_mixed():
-    """tail_delta_mixed.json: workloads of several distinct mechanisms."""
-    todo = [(((4, 0.01, 500), (2, 0.05, 50)), 3)]
-    tasks = [(m, e, d) for d in ("remove", "add") for m, e in todo]
+    """tail_delta_mixed.json: workloads of several distinct mechanisms.  Cases already in
+    the file (by name) are kept, not computed again."""
+    # (mechanisms, eps, panel): panel scales the quadrature panels (the Gaussian's slowly
+    # decaying factor needs half-width panels: at full width the check was 1.04e-7).
+    todo = [(((4, 0.01, 500), (2, 0.05, 50)), 3, 1),
+            (((4, 0.01, 500), (50, 1, 10)), 3, 0.5),  # a Gaussian in the mix (two bumps)
+            ((("laplace", 1, 1000), ("laplace", 0.5, 100)), 900, 1)]  # Laplace atoms, far out
+    name = lambda mechs, eps: "+".join(mech_name(m) for m in mechs) + "_eps%g" % eps
+    path = os.path.join(HERE, "tail_delta_mixed.json")
+    old = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = {c["name"]: c for c in json.load(f)["cases"]}
+    tasks = [(m, e, p, d) for d in ("remove", "add") for m, e, p in todo if name(m, e) not in old
+             and not (d == "add" and symmetric(m))]
     with Pool(2) as pool:
-        done = {(m, e, d): r for (m, e, d), *r in pool.imap_unordered(mixed_task, tasks)}
+        done = {(m, e, d): r for (m, e, p, d), *r in pool.imap_unordered(mixed_task, tasks)}
     cases = []
-    for mechs, eps in todo:
-        rem, add = done[(mechs, eps, "remove")], done[(mechs, eps, "add")]
-        cases.append(row(rem, add, name="+".join("subsampled_gaussian_s%g_q%g_k%d" % m for m in mechs) + "_eps%g" % eps,
-                         mechanisms=[{"kind": "subsampled_gaussian", "sigma": sg, "sensitivity": 1, "rate": q, "count": k} for sg, q, k in mechs],
-                         eps=eps))
+    for mechs, eps, _ in todo:
+        if name(mechs, eps) in old:
+            cases.append(old[name(mechs, eps)])
+            continue
+        rem = done[(mechs, eps, "remove")]
+        add = rem if symmetric(mechs) else done[(mechs, eps, "add")]
+        cases.append(row(rem, add, name=name(mechs, eps), mechanisms=[mech_json(m) for m in mechs], eps=eps))
     write_json("tail_delta_mixed.json", "pld/testdata/gen_tail_delta.py mixed", cases)
+
+
+def symmetric(mechs):
+    """Gaussians and Laplace only: both directions have the same loss distribution."""
+    return all(m[0] == "laplace" or m[1] == 1 for m in mechs)
 
 
 if __name__ == "__main__":
