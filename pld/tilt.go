@@ -320,9 +320,12 @@ func tiltedSelfDelta(s spec, k int64, h, eps float64, m *meter) (upper, lower fl
 }
 
 // maxTiltItems is the most distinct mechanisms whose composition refineTilted brackets
-// on tilted lattices: each round discretises and composes every item again, whose cost
-// is not predicted before the round (many distinct items keep the plain bracket).
-const maxTiltItems = 4
+// on tilted lattices: each round discretises and composes every item again, and the
+// first round's cost is not predicted (a round that would exceed MaxBins is skipped,
+// and the adaptive budget stops the next ones). Sixteen subsampled Gaussians of 10^6
+// releases each take 1.4 s with or without the tilted rounds; five Laplace mechanisms at
+// ε = 170 go from [0, 2.5e-26] to [3.18e-38, 3.26e-38].
+const maxTiltItems = 16
 
 // tiltedMixDelta returns a certified bracket of δ(ε) in direction d (0 remove, 1 add;
 // a symmetric mechanism's one direction serves both) of a workload of several distinct

@@ -413,3 +413,26 @@ func TestTiltRoundStopsAtRefusal(t *testing.T) {
 		t.Errorf("bracket [%g, %g]", lo, up)
 	}
 }
+
+// The tilted mix of six distinct mechanisms (Compose takes up to maxTiltItems = 16 since
+// the tilted path gained its guards against oversized rounds) against an exact
+// enumeration: six (ε_i, 0) pairs, each 30 times, on multiples of 1/4 (so the
+// enumeration's sums are exact), at ε where δ is 1e-13 to 1e-37.
+func TestTiltedMixManyItemsAgainstEnumeration(t *testing.T) {
+	pair := func(e float64) enum {
+		return enumOf([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
+	}
+	var items []Item
+	exact := enum{atoms: map[float64]float64{0: 1}}
+	for _, e := range []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5} {
+		items = append(items, Item{EpsilonDelta{Epsilon: e}, 30})
+		exact = exact.compose(pair(e).power(30))
+	}
+	for _, eps := range []float64{140, 148, 154} {
+		want := exact.delta(eps)
+		up, lo, ok := tiltedMixDelta(items, 0, 0.25, eps, nil)
+		if !ok || !(lo > 0) || up < want*(1-1e-12) || lo > want*(1+1e-12) || (up-lo)/up > 1e-9 {
+			t.Errorf("ε = %g: tilted [%.15g, %.15g] (ok %v), exact %.15g", eps, lo, up, ok, want)
+		}
+	}
+}
