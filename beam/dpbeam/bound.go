@@ -129,7 +129,7 @@ func (p PrivatePCollection) stage(s beam.Scope, key boundKey, part, value field,
 	if key.mode == sampleDistinct {
 		st.values, st.units = beam.ParDo2(s, &emitDistinctFn{bd}, grouped)
 	} else {
-		st.kept = beam.ParDo(s, &emitRowsFn{bd}, grouped)
+		st.kept = beam.ParDo(s, &emitRowsFn{bounder: bd}, grouped)
 	}
 	p.bounded[key] = st
 	return st
@@ -245,7 +245,7 @@ type extractFn struct {
 	accs   map[int]*bucketAcc
 	held   int               // rows taken in since the last flush
 	parts  map[string]string // the partition keys read, interned
-	slab   []float64         // see vals
+	slab   floatSlab         // the kept rows' fields
 	buf    []byte
 }
 
@@ -292,7 +292,7 @@ func (fn *extractFn) ProcessElement(row beam.T, emit func(int, *bucketAcc)) {
 	if fn.Value != nil {
 		r.D = string(encodeKey(nil, v.FieldByIndex(fn.Value)))
 	} else if len(fn.Numeric) > 0 {
-		r.Vals = fn.vals(len(fn.Numeric))
+		r.Vals = fn.slab.take(len(fn.Numeric))
 		for i, idx := range fn.Numeric {
 			r.Vals[i] = number(v.FieldByIndex(idx))
 		}
@@ -305,7 +305,7 @@ func (fn *extractFn) ProcessElement(row beam.T, emit func(int, *bucketAcc)) {
 
 func (fn *extractFn) FinishBundle(emit func(int, *bucketAcc)) {
 	fn.flush(emit)
-	fn.slab = nil
+	fn.slab = floatSlab{}
 }
 
 // flush emits the bundle's accumulators and starts new ones.
@@ -316,14 +316,18 @@ func (fn *extractFn) flush(emit func(int, *bucketAcc)) {
 	fn.accs, fn.held = map[int]*bucketAcc{}, 0
 }
 
-// vals returns room for a row's n numeric fields, cut from a shared block: one
-// allocation, which the garbage collector need not scan, for thousands of rows.
-func (fn *extractFn) vals(n int) []float64 {
-	if len(fn.slab) < n {
-		fn.slab = make([]float64, max(4096, n))
+// floatSlab hands out room for float64s cut from shared blocks: one allocation, which
+// the garbage collector need not scan, for thousands of rows. A block is never reused,
+// so what was handed out stays valid.
+type floatSlab struct{ free []float64 }
+
+// take returns room for n float64s.
+func (b *floatSlab) take(n int) []float64 {
+	if len(b.free) < n {
+		b.free = make([]float64, max(4096, n))
 	}
-	v := fn.slab[:n:n]
-	fn.slab = fn.slab[n:]
+	v := b.free[:n:n]
+	b.free = b.free[n:]
 	return v
 }
 
@@ -472,12 +476,19 @@ func (b *bounder) mergeAll(accs func(**bucketAcc) bool) *bucketAcc {
 
 // emitRowsFn merges a bucket's accumulators and emits, for each of its units and each
 // of their kept partitions, the unit's kept rows there.
-type emitRowsFn struct{ bounder }
+type emitRowsFn struct {
+	bounder
+	slab floatSlab // the emitted rows' fields
+}
 
 func (fn *emitRowsFn) ProcessElement(_ int, accs func(**bucketAcc) bool, emit func(string, keptRows)) {
 	for _, u := range fn.mergeAll(accs).us {
 		for _, p := range u.parts {
-			k := keptRows{N: int64(len(p.items))}
+			n := 0
+			for _, it := range p.items {
+				n += len(it.vals)
+			}
+			k := keptRows{N: int64(len(p.items)), Vals: fn.slab.take(n)[:0]}
 			for _, it := range p.items {
 				k.Vals = append(k.Vals, it.vals...)
 			}
@@ -573,7 +584,7 @@ func decodeBucket(data []byte) (*bucketAcc, error) {
 		return nil, err
 	}
 	a := &bucketAcc{units: make(map[string]int32, nu), us: make([]unitAcc, nu)}
-	var slab []float64 // the rows' fields, cut from shared blocks (see extractFn.vals)
+	var slab floatSlab // the rows' fields
 	for ui := range a.us {
 		name, err := str()
 		if err != nil {
@@ -615,10 +626,7 @@ func decodeBucket(data []byte) (*bucketAcc, error) {
 					return nil, err
 				}
 				if nv > 0 {
-					if len(slab) < nv {
-						slab = make([]float64, max(4096, nv))
-					}
-					it.vals, slab = slab[:nv:nv], slab[nv:]
+					it.vals = slab.take(nv)
 					for k := range it.vals {
 						x, err := u64()
 						if err != nil {
