@@ -149,27 +149,8 @@ func TestLedgerPostgres(t *testing.T) {
 // Gaussian's ε (pld.GaussianEpsilon, closed form) or at most 10^−5 less, far below basic
 // composition's 5.
 func TestCostComposition(t *testing.T) {
-	spec, err := NewPrivacySpec(PrivacySpecParams{Job: "five", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := beam.NewPipeline().Root()
-	pcol, err := MakePrivate(s, beam.CreateList(s, []row{{User: "a"}}), spec, "User")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		_, err := SumPerKey(s, pcol, SumParams{PartitionParams: PartitionParams{Partition: "Day", MaxPartitions: 4, MaxContributions: 2, PublicPartitions: []int{1}},
-			Value: "Amount", Min: 0, Max: 10, Noise: GaussianNoise, Budget: dpkit.Budget{Epsilon: 1, Delta: 1e-6}})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	spec, mu := fiveGaussianSums(t, "five")
 	c, err := spec.Cost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu, err := pld.GaussianMu(1, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,26 +288,8 @@ func TestRerunCost(t *testing.T) {
 		}
 	}
 
-	g, err := NewPrivacySpec(PrivacySpecParams{Job: "five-twice", Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := beam.NewPipeline().Root()
-	pcol, err := MakePrivate(s, beam.CreateList(s, []row{{User: "a"}}), g, "User")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		if _, err := SumPerKey(s, pcol, SumParams{PartitionParams: PartitionParams{Partition: "Day", MaxPartitions: 4, MaxContributions: 2, PublicPartitions: []int{1}},
-			Value: "Amount", Min: 0, Max: 10, Noise: GaussianNoise, Budget: dpkit.Budget{Epsilon: 1, Delta: 1e-6}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	g, mu := fiveGaussianSums(t, "five-twice")
 	two, err := g.RerunCost(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu, err := pld.GaussianMu(1, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,4 +304,31 @@ func TestRerunCost(t *testing.T) {
 	if one, _ := g.Cost(); !(two.Epsilon > one.Epsilon && two.Epsilon < 2*one.Epsilon) {
 		t.Errorf("two runs cost ε %g, one %g: want between one and twice", two.Epsilon, one.Epsilon)
 	}
+}
+
+// fiveGaussianSums returns a job (budget (3, 10^−5)) of five Gaussian sums, each
+// (1, 10^−6) over 4 partitions per unit, and μ(1, 10^−6), the Gaussian-DP parameter
+// each is calibrated not to exceed.
+func fiveGaussianSums(t *testing.T, job string) (*PrivacySpec, float64) {
+	t.Helper()
+	spec, err := NewPrivacySpec(PrivacySpecParams{Job: job, Budget: dpkit.Budget{Epsilon: 3, Delta: 1e-5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := beam.NewPipeline().Root()
+	pcol, err := MakePrivate(s, beam.CreateList(s, []row{{User: "a"}}), spec, "User")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := SumPerKey(s, pcol, SumParams{PartitionParams: PartitionParams{Partition: "Day", MaxPartitions: 4, MaxContributions: 2, PublicPartitions: []int{1}},
+			Value: "Amount", Min: 0, Max: 10, Noise: GaussianNoise, Budget: dpkit.Budget{Epsilon: 1, Delta: 1e-6}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu, err := pld.GaussianMu(1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, mu
 }
