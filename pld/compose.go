@@ -153,8 +153,8 @@ func ComposeContext(ctx context.Context, items []Item, opts *Options) (c *Compos
 		return nil, err
 	}
 	c.refine(p, m, tol, adaptive)
-	if o.Epsilon > 0 && len(w.list) <= maxTiltItems {
-		c.refineTilted(w.list, m, adaptive)
+	if o.Epsilon > 0 && len(p.list) <= maxTiltItems {
+		c.refineTilted(p.list, m, adaptive)
 	}
 	c.work = m.done()
 	m.finish()

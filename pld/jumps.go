@@ -49,6 +49,11 @@ const passWork = 8
 // maxJumps is the largest number of tail releases bracketed term by term.
 const maxJumps = 8
 
+// maxSplitTerms bounds the terms (multi-indices) of one total J that splitDelta
+// computes, each a composition of the whole workload: past it (a hundred split parts
+// have 5050 terms of J = 2) the rest is bounded from J − 1 on.
+const maxSplitTerms = 128
+
 // jumpPart is n releases of one pair of a composition split at l0: its upper and lower
 // lattices' bulks and tails (tails nil: the part is not split, its bulks are the whole
 // lattices), and the whole upper lattice, whose mass at +∞ infConfigs counts.
@@ -101,6 +106,9 @@ func splitDelta(parts []jumpPart, eps float64, m *meter) (upper, lower float64, 
 	var sumUp, sumLo, rest float64
 	terms := 0
 	for J := int64(0); ; J++ {
+		if J > 0 && splitTerms(parts, J, maxSplitTerms) > maxSplitTerms {
+			break // rest bounds the terms from J on
+		}
 		lambda := 0.0
 		eachSplit(parts, js, 0, J, func() {
 			var tp []tiltPart
@@ -152,6 +160,26 @@ func eachSplit(parts []jumpPart, js []int64, from int, J int64, f func()) {
 		eachSplit(parts, js, from+1, J-j, f)
 	}
 	js[from] = 0
+}
+
+// splitTerms returns the number of multi-indices eachSplit visits for J, or a number
+// above limit when there are more than limit.
+func splitTerms(parts []jumpPart, J int64, limit int) int {
+	ways := make([]int, J+1) // ways[t]: multi-indices of the parts so far that add up to t
+	ways[0] = 1
+	for _, p := range parts {
+		if p.jUp == nil {
+			continue
+		}
+		next := make([]int, J+1)
+		for t, w := range ways {
+			for j := int64(0); j <= min(p.n, J-int64(t)); j++ {
+				next[int64(t)+j] = min(next[int64(t)+j]+w, limit+1)
+			}
+		}
+		ways = next
+	}
+	return ways[J]
 }
 
 // valley estimates, for the k-fold composition of l tilted by λ, its density at eps over
@@ -216,7 +244,7 @@ func splitLattice(l *Lattice, l0 float64) (bulk, tail *Lattice) {
 // infConfigs counts it). A lower bound whose lattices are missing (no lower mass on that
 // side) is 0.
 func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta float64, m *meter) float64 {
-	var acc *tilted
+	var ts []tilted
 	add := func(l *Lattice, n int64) bool {
 		if n == 0 {
 			return true
@@ -226,12 +254,7 @@ func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta
 		}
 		t := tilt(l, lambda, upper)
 		t.inf = 0
-		p := powerTilted(t, n, upper, eta, m)
-		if acc != nil {
-			m.add(convolveWork(len(acc.l.Mass), len(p.l.Mass)))
-			p = composeTilted(*acc, p, upper, eta)
-		}
-		acc = &p
+		ts = append(ts, powerTilted(t, n, upper, eta, m))
 		return true
 	}
 	lc := 0.0
@@ -250,7 +273,8 @@ func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta
 			lc += v - e
 		}
 	}
-	// Σ of at most four terms: its rounding is far below 1e-12 of the magnitudes.
+	acc := composeTiltedAll(ts, upper, eta, m)
+	// Σ of a term per part: its rounding is far below 1e-12 of the magnitudes.
 	slack := 1e-12 * math.Abs(lc)
 	if upper {
 		acc.logScale += lc + slack

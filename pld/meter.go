@@ -2,6 +2,7 @@ package pld
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,17 +23,19 @@ type meter struct {
 	progress func(done, total int64)
 	work     atomic.Int64
 	total    atomic.Int64 // the current estimate of the whole, for progress
+	limit    atomic.Int64 // > 0: the work past which an optional refinement stops (see overBudget)
 
 	mu       sync.Mutex // serialises progress calls
 	lastCall time.Time
 }
 
 // abort carries an error (a context's, or a refusal) up to ComposeContext. tooLarge
-// marks a lattice refused for its size (refuseLattice), which an optional refinement
-// may catch and stop at (see tiltRound).
+// marks a lattice refused for its size (refuseLattice) and overBudget work past the
+// meter's limit: an optional refinement catches both and stops there (see tiltRound).
 type abort struct {
-	err      error
-	tooLarge bool
+	err        error
+	tooLarge   bool
+	overBudget bool
 }
 
 // maxLatticeBins bounds every lattice a composition builds (2^23 float64: 64 MiB; a
@@ -43,7 +46,7 @@ const maxLatticeBins = 1 << 23
 
 // refuseLattice aborts the composition: a lattice of n bins is beyond maxLatticeBins.
 func refuseLattice(n float64) {
-	panic(abort{paramErr("mechanisms", n, "a workload whose lattice fits in 2^23 bins (its privacy losses span too many orders of magnitude: compose the extreme mechanisms separately)"), true})
+	panic(abort{err: paramErr("mechanisms", n, "a workload whose lattice fits in 2^23 bins (its privacy losses span too many orders of magnitude: compose the extreme mechanisms separately)"), tooLarge: true})
 }
 
 // progressEvery is the shortest interval between two progress calls.
@@ -63,6 +66,9 @@ func (m *meter) add(n int64) {
 	if err := m.ctx.Err(); err != nil {
 		panic(abort{err: err})
 	}
+	if lim := m.limit.Load(); lim > 0 && done > lim {
+		panic(abort{err: errOverBudget, overBudget: true})
+	}
 	if m.progress == nil {
 		return
 	}
@@ -73,6 +79,17 @@ func (m *meter) add(n int64) {
 	if now := time.Now(); now.Sub(m.lastCall) >= progressEvery {
 		m.lastCall = now
 		m.progress(done, max(done, m.total.Load()))
+	}
+}
+
+// errOverBudget is the error of an abort past the meter's limit; an optional refinement
+// recovers it (tiltRound), so it reaches no caller.
+var errOverBudget = errors.New("pld: the work budget of an optional refinement is spent")
+
+// setLimit makes add abort (overBudget) once the work counted exceeds limit (0: never).
+func (m *meter) setLimit(limit int64) {
+	if m != nil {
+		m.limit.Store(limit)
 	}
 }
 

@@ -3,6 +3,7 @@ package pld
 import (
 	"math"
 	"math/bits"
+	"sort"
 )
 
 // Tiny δ by exponential tilting.
@@ -263,6 +264,7 @@ func tiltedMoments(l *Lattice, lambda float64) (logM, mean, variance float64) {
 
 // powerTilted returns the n-fold composition (n ≥ 1) of base by repeated squaring.
 func powerTilted(base tilted, n int64, upper bool, eta float64, m *meter) tilted {
+	base.trim(upper, eta*total(base.l.Mass))
 	var acc *tilted
 	for i := bits.Len64(uint64(n)) - 1; i >= 0; i-- {
 		if acc != nil {
@@ -289,16 +291,17 @@ func powerTilted(base tilted, n int64, upper bool, eta float64, m *meter) tilted
 // in all.
 func trimEta(k int64) float64 { return 1e-12 / float64(4*bits.Len64(uint64(k))) }
 
-// tiltedSelfDelta returns a certified bracket of δ(ε) for k releases of one pair s,
-// discretised on spacing h and composed by repeated squaring on lattices tilted towards
+// tiltedSelfDelta returns a certified bracket of δ(ε) for it.Count = k releases of one
+// pair (it in direction d), discretised on spacing h and composed by repeated squaring on lattices tilted towards
 // ε, and false when tilting does not apply (ε at or below the mean loss). When the
 // tilted composition would leave ε in a valley between bumps (valley), it is split by
 // the number of releases with a loss above ε/4 (splitSelfDelta: one tilt per term);
 // when there are none, or large losses are common (the terms computed hold little of
 // δ), one tilt of the whole serves, intersected with the split's bracket (both are
 // valid).
-func tiltedSelfDelta(s spec, k int64, h, eps float64, m *meter) (upper, lower float64, ok bool) {
-	up, lo := discretize(s, h, 1e-300)
+func tiltedSelfDelta(it Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
+	up, lo := discretizeItem(it, d, h, m)
+	k := it.Count
 	if float64(k)*tiltedMean(up, 0) >= eps {
 		return 1, 0, false
 	}
@@ -319,13 +322,14 @@ func tiltedSelfDelta(s spec, k int64, h, eps float64, m *meter) (upper, lower fl
 	return math.Min(1, upper), math.Max(0, lower), true
 }
 
-// maxTiltItems is the most distinct mechanisms whose composition refineTilted brackets
-// on tilted lattices: each round discretises and composes every item again, and the
-// first round's cost is not predicted (a round that would exceed MaxBins is skipped,
-// and the adaptive budget stops the next ones). Sixteen subsampled Gaussians of 10^6
-// releases each take 1.4 s with or without the tilted rounds; five Laplace mechanisms at
-// ε = 170 go from [0, 2.5e-26] to [3.18e-38, 3.26e-38].
-const maxTiltItems = 16
+// maxTiltRounds bounds the halvings of the tilted lattices' spacing; the work budget
+// (refineTilted) usually ends them first.
+const maxTiltRounds = 12
+
+// maxTiltItems is the most items (distinct mechanisms, and blocks of few-atom releases)
+// whose composition refineTilted brackets on tilted lattices: a round holds every item's
+// tilted lattices at once. The time is bounded by the work budget (refineTilted).
+const maxTiltItems = 1024
 
 // tiltedMixDelta returns a certified bracket of δ(ε) in direction d (0 remove, 1 add;
 // a symmetric mechanism's one direction serves both) of a workload of several distinct
@@ -333,17 +337,22 @@ const maxTiltItems = 16
 // into one — is discretised like any pair: the tilted path needs no closed form), and
 // false when tilting does not apply. Every item's lattices are tilted by one λ (the tilt
 // of a composition is the composition of the tilts, whatever the parts), the saddle of
-// the sum of the items' tilted means, and composed by repeated squaring and convolution.
+// the sum of the items' tilted means, each item composed by repeated squaring and the
+// items pairwise (composeTiltedAll). Few-atom releases come in blocks (see blocks):
+// alone, an atom off the grid would be rounded down in every release, an error of the
+// lower bound that grows as count·h and that the tilt multiplies.
 // When some item's tilted loss is two bumps (jumpy), the items are split by their
 // numbers of large losses (splitDelta, jumps.go), as tiltedSelfDelta does for one.
 func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
 	ups, los := make([]tiltPart, len(items)), make([]tiltPart, len(items))
-	mean := 0.0
-	for i, it := range items {
-		sp := it.Mechanism.specs()
-		up, lo := discretize(sp[min(d, len(sp)-1)], h, 1e-300)
-		ups[i], los[i] = tiltPart{up, it.Count}, tiltPart{lo, it.Count}
-		mean += float64(it.Count) * tiltedMean(up, 0)
+	parallel(len(items), 0, func(i int) {
+		up, lo := discretizeItem(items[i], d, h, m)
+		ups[i], los[i] = tiltPart{up, items[i].Count}, tiltPart{lo, items[i].Count}
+	})
+	mean, total := 0.0, int64(0)
+	for _, p := range ups {
+		mean += float64(p.n) * tiltedMean(p.l, 0)
+		total += p.n
 	}
 	if mean >= eps {
 		return 1, 0, false
@@ -367,17 +376,12 @@ func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower
 	var bounds [2]float64
 	for j, parts := range [][]tiltPart{ups, los} {
 		isUp := j == 0
-		var acc *tilted
-		for _, p := range parts {
-			eta := trimEta(p.n)
-			t := powerTilted(tilt(p.l, lambda, isUp), p.n, isUp, eta, m)
-			if acc != nil {
-				m.add(convolveWork(len(acc.l.Mass), len(t.l.Mass)))
-				t = composeTilted(*acc, t, isUp, eta)
-			}
-			acc = &t
-		}
-		bounds[j] = acc.delta(eps, isUp)
+		ts := make([]tilted, len(parts))
+		parallel(len(parts), 0, func(i int) {
+			p := parts[i]
+			ts[i] = powerTilted(tilt(p.l, lambda, isUp), p.n, isUp, trimEta(p.n), m)
+		})
+		bounds[j] = composeTiltedAll(ts, isUp, trimEta(total), m).delta(eps, isUp)
 	}
 	return math.Min(upper, bounds[0]), math.Max(lower, bounds[1]), true
 }
@@ -429,12 +433,13 @@ func tiltFits(items []Item, h float64, maxBins int) bool {
 }
 
 // tiltRound runs one round of refineTilted, and reports false when a lattice of it was
-// refused for its size (refuseLattice): the refinement, optional, then stops with the
-// bracket it has rather than failing the composition. Cancellation still unwinds.
+// refused for its size (refuseLattice) or its work went past the meter's limit: the
+// refinement, optional, then stops with the bracket it has rather than failing the
+// composition. Cancellation still unwinds.
 func tiltRound(round func() bool) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			if a, isAbort := r.(abort); isAbort && a.tooLarge {
+			if a, isAbort := r.(abort); isAbort && (a.tooLarge || a.overBudget) {
 				ok = false
 				return
 			}
@@ -450,10 +455,11 @@ func tiltRound(round func() bool) (ok bool) {
 // their absolute error leaves the lower end at 0 (issue 24 item 3: 1000 steps of a
 // subsampled Gaussian, σ = 4, q = 0.01, at ε = 1: [0, 9.8e-24] plain, [1.0034e-34,
 // 1.0076e-34] tilted at spacing 3e-5; at ε = 2, where large losses take over,
-// [2.53e-116, 3.56e-116] by default and [3.164e-116, 3.181e-116] at tolerance 0.02,
+// [3.00e-116, 3.27e-116] by default and [3.164e-116, 3.181e-116] at tolerance 0.02,
 // split by jumps.go). The spacing starts at the finest plain lattice's and halves (the
-// width falls about as h²) until the tolerance is met, six rounds pass, or, adaptive,
-// the next round is predicted to exceed DefaultWork.
+// width falls about as h²) until the tolerance is met, maxTiltRounds pass, or
+// the next round is predicted to exceed the work budget (DefaultWork without a
+// Tolerance, else maxWork in all).
 func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 	eps, target := c.opts.Epsilon, c.opts.Tolerance
 	width := func() float64 {
@@ -471,11 +477,20 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 		h = tiltStart(items, h)
 	}
 	start := m.done()
+	// The rounds' work is bounded up front (a first round is not predicted: a mix of a
+	// hundred subsampled Gaussians took 6e9 units): DefaultWork without a Tolerance,
+	// else up to maxWork in all. A round that goes past it is abandoned (tiltRound).
+	limit := start + DefaultWork
+	if !adaptive {
+		limit = max(limit, maxWork)
+	}
+	m.setLimit(limit)
+	defer m.setLimit(0)
 	sides := 1
 	for _, it := range items {
 		sides = max(sides, len(it.Mechanism.specs()))
 	}
-	for round := 0; round < 6; round++ {
+	for round := 0; round < maxTiltRounds; round++ {
 		before := m.done()
 		if !tiltFits(items, h, c.opts.MaxBins) {
 			return
@@ -486,7 +501,7 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 			for d := range sides {
 				var u, l float64
 				if len(items) == 1 {
-					u, l, applies = tiltedSelfDelta(items[0].Mechanism.specs()[d], items[0].Count, h, eps, m)
+					u, l, applies = tiltedSelfDelta(items[0], d, h, eps, m)
 				} else {
 					u, l, applies = tiltedMixDelta(items, d, h, eps, m)
 				}
@@ -505,9 +520,43 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 		}
 		c.tiltLo = math.Max(c.tiltLo, lo)
 		cost := m.done() - before
-		if width() <= target || adaptive && m.done()-start+2*cost > DefaultWork || m.done() > maxWork {
+		if width() <= target || m.done()+2*cost > limit {
 			return
 		}
 		h /= 2
 	}
+}
+
+// discretizeItem returns the upper and lower lattices of spacing h of one release of
+// it in direction d (a symmetric mechanism's one direction serves both): a block of
+// few-atom releases enumerated exactly (blockMechanism.pld), any other pair discretised
+// over its whole support.
+func discretizeItem(it Item, d int, h float64, m *meter) (up, lo *Lattice) {
+	if b, ok := it.Mechanism.(blockMechanism); ok {
+		s := b.pld(h, m).sides[0]
+		return s.upper, s.lower
+	}
+	sp := it.Mechanism.specs()
+	return discretize(sp[min(d, len(sp)-1)], h, 1e-300)
+}
+
+// composeTiltedAll returns the composition of the tilted bounds ts (same λ and
+// spacing), composed pairwise smallest first, a level's pairs on every core, as
+// composeAll does for plain lattices: the lattices stay small until the last levels,
+// where a chain would convolve every part with the whole. eta is as for composeTilted.
+func composeTiltedAll(ts []tilted, upper bool, eta float64, m *meter) tilted {
+	for len(ts) > 1 {
+		sort.Slice(ts, func(i, j int) bool { return len(ts[i].l.Mass) < len(ts[j].l.Mass) })
+		next := make([]tilted, (len(ts)+1)/2)
+		parallel(len(ts)/2, 0, func(i int) {
+			a, b := ts[2*i], ts[2*i+1]
+			m.add(convolveWork(len(a.l.Mass), len(b.l.Mass)))
+			next[i] = composeTilted(a, b, upper, eta)
+		})
+		if len(ts)%2 == 1 {
+			next[len(next)-1] = ts[len(ts)-1]
+		}
+		ts = next
+	}
+	return ts[0]
 }

@@ -55,8 +55,7 @@ func TestTiltedSelfDeltaBrackets(t *testing.T) {
 	for _, c := range loadTinyDelta(t).Cases {
 		want, _ := strconv.ParseFloat(c.Remove, 64)
 		it := c.Mechanism.item()
-		s := it.Mechanism.specs()[0] // remove
-		up, lo, ok := tiltedSelfDelta(s, it.Count, 1e-4, c.Eps, nil)
+		up, lo, ok := tiltedSelfDelta(it, 0, 1e-4, c.Eps, nil) // the remove direction
 		if !ok || !(lo > 0) || up < want*(1-tinyDeltaTol) || lo > want*(1+tinyDeltaTol) || (up-lo)/up > 0.1 {
 			t.Errorf("%s: tilted [%.6g, %.6g] (ok %v), reference %.6g", c.Name, lo, up, ok, want)
 		}
@@ -96,7 +95,7 @@ func TestTiltedSelfDeltaAgainstEnumeration(t *testing.T) {
 		exact := pair.power(200)
 		for _, eps := range []float64{60, 80, 95} {
 			want := exact.delta(eps)
-			up, lo, ok := tiltedSelfDelta(m.specs()[0], 200, 0.25, eps, nil)
+			up, lo, ok := tiltedSelfDelta(Item{m, 200}, 0, 0.25, eps, nil)
 			if !ok || up < want*(1-1e-12) || lo > want*(1+1e-12) || (up-lo)/up > 1e-9+d0*200/want {
 				t.Errorf("δ0 = %g, ε = %g: tilted [%.15g, %.15g] (ok %v), exact %.15g", d0, eps, lo, up, ok, want)
 			}
@@ -263,7 +262,7 @@ func TestTailDeltaBrackets(t *testing.T) {
 		it := c.Mechanism.item()
 		for i, ref := range []string{c.Remove, c.Add} {
 			want, _ := strconv.ParseFloat(ref, 64) // 0 below the float64 range (the add direction at ε ≥ 3)
-			up, lo, ok := tiltedSelfDelta(it.Mechanism.specs()[i], it.Count, 2e-4, c.Eps, nil)
+			up, lo, ok := tiltedSelfDelta(it, i, 2e-4, c.Eps, nil)
 			t.Logf("%s direction %d: [%.6g, %.6g], reference %.6g", c.Name, i, lo, up, want)
 			if !ok || up < want*(1-tailDeltaTol) || lo > want*(1+tailDeltaTol) {
 				t.Errorf("%s direction %d: [%.6g, %.6g] (ok %v) misses the reference %s", c.Name, i, lo, up, ok, ref)
@@ -278,7 +277,7 @@ func TestTailDeltaBrackets(t *testing.T) {
 				t.Errorf("%s direction %d: [%.6g, %.6g] wider than 0.5", c.Name, i, lo, up)
 			}
 			// the width falls with the spacing (about as h²)
-			u2, l2, _ := tiltedSelfDelta(it.Mechanism.specs()[i], it.Count, 4e-4, c.Eps, nil)
+			u2, l2, _ := tiltedSelfDelta(it, i, 4e-4, c.Eps, nil)
 			if !((up-lo)/up < (u2-l2)/u2) || u2 < want*(1-tailDeltaTol) || l2 > want*(1+tailDeltaTol) {
 				t.Errorf("%s: [%.6g, %.6g] at h = 4e-4, [%.6g, %.6g] at 2e-4", c.Name, l2, u2, lo, up)
 			}
@@ -383,8 +382,8 @@ func TestTiltedMixDeltaAgainstEnumeration(t *testing.T) {
 	}
 }
 
-// The tilted refinement is optional: a lattice refused for its size ends it with the
-// bracket it has (tiltRound), a cancellation still unwinds; and a workload whose tilted
+// The tilted refinement is optional: a lattice refused for its size, or work past its
+// budget, ends it with the bracket it has (tiltRound), a cancellation still unwinds; and a workload whose tilted
 // lattices would not fit (a Gaussian of μ = 100 beside 10^5 subsampled releases, at ε =
 // 20000: the first round reached a refused lattice after 30 s when the Gaussian joined the
 // tilted path) keeps the plain bracket instead of failing.
@@ -392,6 +391,14 @@ func TestTiltRoundStopsAtRefusal(t *testing.T) {
 	if tiltRound(func() bool { refuseLattice(1e9); return true }) {
 		t.Error("a refused lattice did not stop the round")
 	}
+	// Work past the meter's limit stops the round too (a first round is not predicted).
+	m := newMeter(context.Background(), nil)
+	m.setLimit(1000)
+	if tiltRound(func() bool { m.add(999); m.add(2); return true }) {
+		t.Error("work past the limit did not stop the round")
+	}
+	m.setLimit(0)
+	m.add(1e9) // no limit: no abort
 	func() {
 		defer func() {
 			if r, ok := recover().(abort); !ok || r.tooLarge {
@@ -414,8 +421,8 @@ func TestTiltRoundStopsAtRefusal(t *testing.T) {
 	}
 }
 
-// The tilted mix of six distinct mechanisms (Compose takes up to maxTiltItems = 16 since
-// the tilted path gained its guards against oversized rounds) against an exact
+// The tilted mix of six distinct mechanisms (unblocked: tiltedMixDelta called directly,
+// on their common grid) against an exact
 // enumeration: six (ε_i, 0) pairs, each 30 times, on multiples of 1/4 (so the
 // enumeration's sums are exact), at ε where δ is 1e-13 to 1e-37.
 func TestTiltedMixManyItemsAgainstEnumeration(t *testing.T) {
@@ -433,6 +440,103 @@ func TestTiltedMixManyItemsAgainstEnumeration(t *testing.T) {
 		up, lo, ok := tiltedMixDelta(items, 0, 0.25, eps, nil)
 		if !ok || !(lo > 0) || up < want*(1-1e-12) || lo > want*(1+1e-12) || (up-lo)/up > 1e-9 {
 			t.Errorf("ε = %g: tilted [%.15g, %.15g] (ok %v), exact %.15g", eps, lo, up, ok, want)
+		}
+	}
+}
+
+// Many distinct (ε_i, 0) pairs far in the tail (issue 24 item 3: past sixteen distinct
+// mechanisms Compose kept the plain bracket, [0, 1.8e-26] for 100 distinct pairs at
+// ε = 40; and alone on the tilted lattices their atoms, off the grid, were rounded down
+// in every release: 99 pairs at δ ≈ 4.6e-30 gave [2.8e-30, 4.6e-30] at tolerance 0.01).
+// 120 pairs ε_i = k_i/4096, no k_i/k_min an integer (so Compose finds no common unit and
+// deals the 240 releases into blocks, more than sixteen of them), against their exact
+// composition on the grid 1/4096 (gridPairsEnum) from δ ≈ 2.6e-9 down to 2.7e-39: the
+// default bracket holds it with delta_lower > 0 and a width ≤ 0.05 (0.0004 to 0.021).
+func TestComposeManyDistinctPairsTail(t *testing.T) {
+	const unit = 1.0 / 4096
+	var ks, counts []int
+	var items []Item
+	for i := range 120 {
+		k, n := 205+37*i, 1+i%3 // 37·i ≢ 0 (mod 205) for i < 120: no ratio to k_0 is an integer
+		ks, counts = append(ks, k), append(counts, n)
+		items = append(items, Item{EpsilonDelta{Epsilon: float64(k) * unit}, int64(n)})
+	}
+	w, err := newWorkload(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, _ := (&Options{Epsilon: 100}).resolve()
+	if p, _ := w.plan(o, firstTolerance); p.unit0 != 0 || len(p.list) <= 16 {
+		t.Fatalf("the plan has unit %g and %d items: not the blocks this test is for", p.unit0, len(p.list))
+	}
+	exact := gridPairsEnum(ks, counts, unit)
+	for _, eps := range []float64{100, 125, 130, 135, 139} {
+		want := exact.delta(eps)
+		comp, err := Compose(items, &Options{Epsilon: eps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, lo, _ := comp.Delta(eps)
+		t.Logf("ε = %g: [%.6g, %.6g] width %.3g, exact %.10g", eps, lo, up, (up-lo)/up, want)
+		if !(lo > 0) || up < want*(1-1e-12) || lo > want*(1+1e-12) || (up-lo)/up > 0.05 {
+			t.Errorf("ε = %g: [%.15g, %.15g], exact %.15g", eps, lo, up, want)
+		}
+	}
+}
+
+// gridPairsEnum returns the exact composition of counts[i] releases of the (k_i·unit, 0)
+// pair (atoms ±ε_i with P-masses 1/(1 + e^(∓ε_i))), unit a power of 2: every sum of losses
+// is a grid point j·unit, enumerated densely. Each mass is a sum of products of positive
+// numbers, two roundings a release: its relative error is below 2·(releases + 1)·2^-53.
+func gridPairsEnum(ks, counts []int, unit float64) enum {
+	span := 0
+	for i, k := range ks {
+		span += k * counts[i]
+	}
+	mass, next := make([]float64, 2*span+1), make([]float64, 2*span+1) // index j + span: loss j·unit
+	mass[span] = 1
+	lo, hi := span, span
+	for i, k := range ks {
+		e := float64(k) * unit
+		p, q := 1/(1+math.Exp(-e)), 1/(1+math.Exp(e))
+		for range counts[i] {
+			clear(next[lo-k : hi+k+1])
+			for j := lo; j <= hi; j++ {
+				next[j+k] += mass[j] * p
+				next[j-k] += mass[j] * q
+			}
+			mass, next, lo, hi = next, mass, lo-k, hi+k
+		}
+	}
+	out := enum{atoms: map[float64]float64{}}
+	for j := lo; j <= hi; j++ {
+		if mass[j] > 0 {
+			out.atoms[float64(j-span)*unit] = mass[j]
+		}
+	}
+	return out
+}
+
+// splitTerms counts the multi-indices eachSplit visits, and caps the count.
+func TestSplitTerms(t *testing.T) {
+	l := &Lattice{H: 1, Mass: []float64{1}}
+	var parts []jumpPart
+	for i, n := range []int64{3, 1, 5, 2, 4} {
+		p := jumpPart{bUp: l, n: n}
+		if i != 3 { // one part not split: its j stays 0
+			p.jUp = l
+		}
+		parts = append(parts, p)
+	}
+	js := make([]int64, len(parts))
+	for J := int64(0); J <= 14; J++ {
+		visited := 0
+		eachSplit(parts, js, 0, J, func() { visited++ })
+		if got := splitTerms(parts, J, 1000); got != visited {
+			t.Errorf("J = %d: splitTerms %d, eachSplit visits %d", J, got, visited)
+		}
+		if got := splitTerms(parts, J, 3); visited > 3 && got != 4 || visited <= 3 && got != visited {
+			t.Errorf("J = %d, limit 3: splitTerms %d for %d terms", J, got, visited)
 		}
 	}
 }
