@@ -1,6 +1,7 @@
 package pld
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -356,7 +357,12 @@ func (c *Composition) Epsilon(delta float64) (upper, lower float64, err error) {
 	}
 	upper, lower = c.epsilon(delta)
 	if math.IsInf(upper, 1) {
-		return upper, lower, &dpkit.InfeasibleError{Msg: "total δ is below the probability of the mechanisms' δ-events (or of losses the lattice sent to +∞)"}
+		if delta < c.floor {
+			return upper, lower, &dpkit.InfeasibleError{Msg: "total δ is below the probability of the mechanisms' δ-events"}
+		}
+		// The true ε is finite (δ is above the floor): the lattice cannot certify it.
+		reach, _, _ := c.Delta(math.MaxFloat64)
+		return upper, lower, &dpkit.InfeasibleError{Msg: fmt.Sprintf("no finite ε can be certified at δ = %g, although one exists: the lattices' floating-point error and truncated tails keep their upper δ at %.3g or more at every ε; ask for a δ above that, or for δ at a chosen ε (read relative to δ itself)", delta, reach)}
 	}
 	return upper, lower, nil
 }

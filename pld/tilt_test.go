@@ -3,10 +3,14 @@ package pld
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/dpkit/dpkit"
 )
 
 // deltaRef is a file of δ(ε) references for repeated mechanisms: testdata/tiny_delta.json
@@ -537,6 +541,31 @@ func TestSplitTerms(t *testing.T) {
 		}
 		if got := splitTerms(parts, J, 3); visited > 3 && got != 4 || visited <= 3 && got != visited {
 			t.Errorf("J = %d, limit 3: splitTerms %d for %d terms", J, got, visited)
+		}
+	}
+}
+
+// ε read at a δ below what the lattices certify is refused as such, not as a δ below
+// the δ-events' floor (issue 24: 1000 steps of a subsampled Gaussian at δ = 1e-25 were
+// reported "below the probability of the mechanisms' δ-events", which have none); a δ
+// below the floor of (ε, δ) pairs is still refused for that.
+func TestEpsilonBelowLatticeError(t *testing.T) {
+	for _, c := range []struct {
+		items []Item
+		delta float64
+		say   string
+	}{
+		{[]Item{{PoissonSubsampled{Base: Gaussian{Sigma: 4, Sensitivity: 1}, Rate: 0.01}, 1000}}, 1e-25, "although one exists"},
+		{[]Item{{EpsilonDelta{Epsilon: 1, Delta: 1e-3}, 10}, {EpsilonDelta{Epsilon: 0.3}, 5}}, 1e-4, "δ-events"},
+	} {
+		comp, err := Compose(c.items, &Options{Delta: c.delta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = comp.Epsilon(c.delta)
+		var inf *dpkit.InfeasibleError
+		if !errors.As(err, &inf) || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("δ = %g: %v, want an infeasible error saying %q", c.delta, err, c.say)
 		}
 	}
 }
