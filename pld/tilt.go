@@ -472,47 +472,13 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 	if c.pld == nil || width() <= target {
 		return
 	}
-	h := c.pld.h
-	if len(items) > 1 { // one mechanism's plain lattice is already aligned with its atoms
-		h = tiltStart(items, h)
-	}
-	start := m.done()
-	// The rounds' work is bounded up front (a first round is not predicted: a mix of a
-	// hundred subsampled Gaussians took 6e9 units): DefaultWork without a Tolerance,
-	// else up to maxWork in all. A round that goes past it is abandoned (tiltRound).
-	limit := start + DefaultWork
-	if !adaptive {
-		limit = max(limit, maxWork)
-	}
-	m.setLimit(limit)
+	h := c.tiltSpacing(items)
+	limit := tiltBudget(m, DefaultWork, adaptive)
 	defer m.setLimit(0)
-	sides := 1
-	for _, it := range items {
-		sides = max(sides, len(it.Mechanism.specs()))
-	}
 	for round := 0; round < maxTiltRounds; round++ {
 		before := m.done()
-		if !tiltFits(items, h, c.opts.MaxBins) {
-			return
-		}
-		up, lo := 0.0, 0.0
-		applies := true
-		fits := tiltRound(func() bool {
-			for d := range sides {
-				var u, l float64
-				if len(items) == 1 {
-					u, l, applies = tiltedSelfDelta(items[0], d, h, eps, m)
-				} else {
-					u, l, applies = tiltedMixDelta(items, d, h, eps, m)
-				}
-				if !applies {
-					return false
-				}
-				up, lo = math.Max(up, u), math.Max(lo, l)
-			}
-			return true
-		})
-		if !fits || !applies {
+		up, lo, ok := c.tiltedBracket(items, h, eps, m)
+		if !ok {
 			return // ε is within the bulk of the loss (the plain lattice serves), or the lattices grew too large
 		}
 		if c.tiltUp == 0 || up < c.tiltUp {
@@ -525,6 +491,64 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 		}
 		h /= 2
 	}
+}
+
+// tiltSpacing returns the first spacing of the tilted lattices: the finest plain
+// lattice's, aligned with the items' atoms (tiltStart) when there are several (one
+// mechanism's plain lattice is already aligned with its atoms).
+func (c *Composition) tiltSpacing(items []Item) float64 {
+	if len(items) > 1 {
+		return tiltStart(items, c.pld.h)
+	}
+	return c.pld.h
+}
+
+// tiltBudget bounds the work of the tilted rounds from now on, up front (a first round
+// is not predicted: a mix of a hundred subsampled Gaussians took 6e9 units): work
+// without a Tolerance, else up to maxWork in all. A round that goes past it is abandoned
+// (tiltRound). The caller lifts the limit (m.setLimit(0)) when done.
+func tiltBudget(m *meter, work int64, adaptive bool) int64 {
+	limit := m.done() + work
+	if !adaptive {
+		limit = max(limit, maxWork)
+	}
+	m.setLimit(limit)
+	return limit
+}
+
+// tiltedBracket brackets δ(eps) of the items on tilted lattices of spacing h, the
+// larger of the directions' brackets (tiltedSelfDelta for one repeated mechanism,
+// tiltedMixDelta for several); ok is false when tilting does not apply (eps within the
+// bulk of the loss) or the round was abandoned (tiltRound: lattices too large, or the
+// work budget spent).
+func (c *Composition) tiltedBracket(items []Item, h, eps float64, m *meter) (up, lo float64, ok bool) {
+	if !tiltFits(items, h, c.opts.MaxBins) {
+		return 1, 0, false
+	}
+	sides := 1
+	for _, it := range items {
+		sides = max(sides, len(it.Mechanism.specs()))
+	}
+	applies := true
+	fits := tiltRound(func() bool {
+		for d := range sides {
+			var u, l float64
+			if len(items) == 1 {
+				u, l, applies = tiltedSelfDelta(items[0], d, h, eps, m)
+			} else {
+				u, l, applies = tiltedMixDelta(items, d, h, eps, m)
+			}
+			if !applies {
+				return false
+			}
+			up, lo = math.Max(up, u), math.Max(lo, l)
+		}
+		return true
+	})
+	if !fits || !applies {
+		return 1, 0, false
+	}
+	return up, lo, true
 }
 
 // discretizeItem returns the upper and lower lattices of spacing h of one release of
