@@ -334,8 +334,13 @@ func (c *Composition) Delta(eps float64) (upper, lower float64, err error) {
 	if eps >= c.maxLoss { // no loss exceeds maxLoss: only δ-events remain
 		upper = math.Min(upper, c.floor)
 	}
-	if c.tiltUp > 0 && eps == c.opts.Epsilon {
-		upper, lower = math.Min(upper, c.tiltUp), math.Max(lower, c.tiltLo)
+	for _, p := range c.probes { // δ(eps) ≤ δ(p.eps) at eps ≥ p.eps, ≥ it at eps ≤ p.eps
+		if eps >= p.eps {
+			upper = math.Min(upper, p.up)
+		}
+		if eps <= p.eps {
+			lower = math.Max(lower, p.lo)
+		}
 	}
 	return upper, math.Min(lower, upper), nil
 }
@@ -425,6 +430,14 @@ func (c *Composition) epsilon(delta float64) (upper, lower float64) {
 	}
 	if delta >= c.floor { // δ(maxLoss) = floor ≤ delta
 		upper = math.Min(upper, c.maxLoss)
+	}
+	for _, p := range c.probes { // δ(p.eps) ≤ delta: ε(delta) ≤ p.eps; > delta: ε(delta) ≥ p.eps
+		if p.up <= delta {
+			upper = math.Min(upper, p.eps)
+		}
+		if p.lo > delta {
+			lower = math.Max(lower, p.eps)
+		}
 	}
 	return upper, math.Min(lower, upper)
 }

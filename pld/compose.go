@@ -106,10 +106,14 @@ type Composition struct {
 	maxLoss, floor float64
 	opts           Options
 	work           int64
-	// tiltUp, tiltLo bracket δ(opts.Epsilon) by the tilted lattice (refineTilted; 0, 0:
-	// not computed).
-	tiltUp, tiltLo float64
+	// probes are brackets of δ at single ε certified apart from the lattices in all
+	// (refineTilted at opts.Epsilon, refineTiltedEpsilon around ε(opts.Delta)); δ(ε) is
+	// non-increasing, so each bounds the curve on either side of its ε.
+	probes []tiltProbe
 }
+
+// tiltProbe is a certified bracket lo ≤ δ(eps) ≤ up.
+type tiltProbe struct{ eps, up, lo float64 }
 
 // Compose returns the privacy curve of running every item's mechanism Count times: it is
 // ComposeContext without cancellation.
@@ -153,8 +157,12 @@ func ComposeContext(ctx context.Context, items []Item, opts *Options) (c *Compos
 		return nil, err
 	}
 	c.refine(p, m, tol, adaptive)
-	if o.Epsilon > 0 && len(p.list) <= maxTiltItems {
+	switch {
+	case len(p.list) > maxTiltItems:
+	case o.Epsilon > 0:
 		c.refineTilted(p.list, m, adaptive)
+	default:
+		c.refineTiltedEpsilon(p.list, m, adaptive)
 	}
 	c.work = m.done()
 	m.finish()

@@ -481,10 +481,7 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 		if !ok {
 			return // ε is within the bulk of the loss (the plain lattice serves), or the lattices grew too large
 		}
-		if c.tiltUp == 0 || up < c.tiltUp {
-			c.tiltUp = up
-		}
-		c.tiltLo = math.Max(c.tiltLo, lo)
+		c.probes = append(c.probes, tiltProbe{eps, up, lo})
 		cost := m.done() - before
 		if width() <= target || m.done()+2*cost > limit {
 			return
