@@ -492,20 +492,32 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 
 // tiltSpacing returns the first spacing of the tilted lattices: the finest plain
 // lattice's, aligned with the items' atoms (tiltStart) when there are several (one
-// mechanism's plain lattice is already aligned with its atoms).
+// mechanism's plain lattice is already aligned with its atoms), doubled while one
+// release of some item would not fit in MaxBins bins (tiltFits): the plain lattice may
+// be fine for a reason the tilted one does not share (a Gaussian of μ = 4.3 beside
+// Laplace and subsampled releases put it at 5.4e-5, where the Gaussian spans 6e6 bins).
 func (c *Composition) tiltSpacing(items []Item) float64 {
+	h := c.pld.h
 	if len(items) > 1 {
-		return tiltStart(items, c.pld.h)
+		h = tiltStart(items, h)
 	}
-	return c.pld.h
+	for range 30 {
+		if tiltFits(items, h, c.opts.MaxBins) {
+			break
+		}
+		h *= 2
+	}
+	return h
 }
 
 // tiltBudget bounds the work of the tilted rounds from now on, up front (a first round
-// is not predicted: a mix of a hundred subsampled Gaussians took 6e9 units): work
+// is not predicted: a mix of a hundred subsampled Gaussians took 6e9 units): work, or
+// as much as the plain lattices took when that is more (a Gaussian of μ = 4.3 with
+// Laplace and subsampled releases took 8e9 units on them, and its tilted round 1.1e9),
 // without a Tolerance, else up to maxWork in all. A round that goes past it is abandoned
 // (tiltRound). The caller lifts the limit (m.setLimit(0)) when done.
 func tiltBudget(m *meter, work int64, adaptive bool) int64 {
-	limit := m.done() + work
+	limit := m.done() + max(work, m.done())
 	if !adaptive {
 		limit = max(limit, maxWork)
 	}
