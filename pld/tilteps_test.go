@@ -1,7 +1,9 @@
 package pld
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"strconv"
 	"testing"
 )
@@ -89,5 +91,58 @@ func TestChernoffEpsilon(t *testing.T) {
 	// Nothing certifies a δ at or below the mass at +∞.
 	if e, _ := chernoffEpsilon([]Item{{EpsilonDelta{Epsilon: 1, Delta: 1e-9}, 10}}, 0.25, 1e-9, nil); !math.IsInf(e, 1) {
 		t.Errorf("δ below the δ-events' mass: Chernoff ε %g, want +Inf", e)
+	}
+}
+
+// Two k-ary randomized-response mechanisms (1000 releases of ε = 1.32004, k = 10, and
+// 100 of ε = 1.16017, k = 6: three atoms each, off any common grid, so Compose deals them
+// into 138 blocks) far in the tail, down to δ ≈ 8e-285, against testdata/rr_tail.json
+// (gen_rr_tail.py: the exact multinomial sums, term by term at 40 digits): the default
+// bracket of δ at ε holds the reference with delta_lower > 0 (widths 0.61 to 0.74 by
+// default; main before these changes gave [2.7e-287, 8.13e-285] at ε = 1173), and so
+// does the one at tolerance 0.05, within it; ε read at the reference δ holds ε.
+func TestRandomizedResponseTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	var ref struct {
+		Cases []struct {
+			Eps   float64 `json:"eps"`
+			Delta string  `json:"delta"`
+		} `json:"cases"`
+	}
+	b, err := os.ReadFile("testdata/rr_tail.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	items := []Item{{RandomizedResponse{Epsilon: 1.32004, K: 10}, 1000}, {RandomizedResponse{Epsilon: 1.16017, K: 6}, 100}}
+	for _, c := range ref.Cases {
+		want, _ := strconv.ParseFloat(c.Delta, 64)
+		for _, tol := range []float64{0, 0.05} {
+			if tol > 0 && c.Eps != 1173 {
+				continue
+			}
+			comp, err := Compose(items, &Options{Epsilon: c.Eps, Tolerance: tol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, lo, _ := comp.Delta(c.Eps)
+			t.Logf("ε = %g, tolerance %g: [%.6g, %.6g] width %.3g, reference %s", c.Eps, tol, lo, up, (up-lo)/up, c.Delta)
+			if !(lo > 0) || up < want*(1-1e-12) || lo > want*(1+1e-12) || tol > 0 && (up-lo)/up > tol {
+				t.Errorf("ε = %g, tolerance %g: [%.15g, %.15g], reference %s", c.Eps, tol, lo, up, c.Delta)
+			}
+		}
+		comp, err := Compose(items, &Options{Delta: want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eu, el, err := comp.Epsilon(want)
+		t.Logf("δ = %s: ε in [%.10g, %.10g]", c.Delta, el, eu)
+		if err != nil || eu < c.Eps || el > c.Eps || !(el > 0) {
+			t.Errorf("δ = %s: ε in [%.15g, %.15g] (%v), reference %g", c.Delta, el, eu, err, c.Eps)
+		}
 	}
 }
