@@ -430,15 +430,7 @@ func TestTiltRoundStopsAtRefusal(t *testing.T) {
 // enumeration: six (ε_i, 0) pairs, each 30 times, on multiples of 1/4 (so the
 // enumeration's sums are exact), at ε where δ is 1e-13 to 1e-37.
 func TestTiltedMixManyItemsAgainstEnumeration(t *testing.T) {
-	pair := func(e float64) enum {
-		return enumOf([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
-	}
-	var items []Item
-	exact := enum{atoms: map[float64]float64{0: 1}}
-	for _, e := range []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5} {
-		items = append(items, Item{EpsilonDelta{Epsilon: e}, 30})
-		exact = exact.compose(pair(e).power(30))
-	}
+	items, exact := sixPairs()
 	for _, eps := range []float64{140, 148, 154} {
 		want := exact.delta(eps)
 		up, lo, ok := tiltedMixDelta(items, 0, 0.25, eps, nil)
@@ -583,4 +575,19 @@ func TestEpsilonBelowLatticeError(t *testing.T) {
 			t.Errorf("δ = %g: %v, want an infeasible error saying %q", c.delta, err, c.say)
 		}
 	}
+}
+
+// sixPairs returns six (ε_i, 0) pairs, ε_i = 0.25, 0.5, …, 1.5 (multiples of 1/4, so an
+// enumeration's sums are exact), each released 30 times, and their exact composition.
+func sixPairs() ([]Item, enum) {
+	pair := func(e float64) enum {
+		return enumOf([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
+	}
+	var items []Item
+	exact := enum{atoms: map[float64]float64{0: 1}}
+	for _, e := range []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5} {
+		items = append(items, Item{EpsilonDelta{Epsilon: e}, 30})
+		exact = exact.compose(pair(e).power(30))
+	}
+	return items, exact
 }

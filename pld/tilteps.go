@@ -1,6 +1,10 @@
 package pld
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpkit/dpkit/internal/numeric"
+)
 
 // ε at a tiny δ.
 //
@@ -52,7 +56,8 @@ func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda floa
 		lr -= 1e-12 * math.Abs(lr) // rounded down
 		// ε(λ) = (K(λ) − ln rest)/λ, each K an upper bound (logMGF; the sum's rounding
 		// within 1e-12 of its magnitude), minimised over λ by a golden-section search on
-		// ln λ; every λ gives a certified ε, so the search needs no precision of its own.
+		// ln λ ∈ [ln 1e-6, ln 1e6]; every λ gives a certified ε, so the search needs no
+		// precision of its own.
 		at := func(ll float64) float64 {
 			lam := math.Exp(ll)
 			k, mag := 0.0, 0.0
@@ -65,27 +70,8 @@ func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda floa
 			e := (k - lr) / lam
 			return e + 1e-12*math.Abs(e)
 		}
-		best, bestL := math.Inf(1), 0.0
-		a, b := math.Log(1e-6), math.Log(1e6)
-		const g = 0.6180339887498949
-		x1, x2 := b-g*(b-a), a+g*(b-a)
-		f1, f2 := at(x1), at(x2)
-		for range 60 {
-			if f1 < f2 || math.IsNaN(f2) {
-				b, x2, f2 = x2, x1, f1
-				x1 = b - g*(b-a)
-				f1 = at(x1)
-			} else {
-				a, x1, f1 = x1, x2, f2
-				x2 = a + g*(b-a)
-				f2 = at(x2)
-			}
-		}
-		for _, c := range [][2]float64{{f1, x1}, {f2, x2}} {
-			if c[0] < best {
-				best, bestL = c[0], math.Exp(c[1])
-			}
-		}
+		ll, best := numeric.GoldenSection(at, math.Log(1e-6), math.Log(1e6), 1e-9, 60)
+		bestL := math.Exp(ll)
 		if math.IsNaN(best) || math.IsInf(best, 1) {
 			return math.Inf(1), 0
 		}

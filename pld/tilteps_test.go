@@ -73,15 +73,7 @@ func TestChernoffEpsilon(t *testing.T) {
 			t.Errorf("Gaussian μ = 1, δ = %g: Chernoff ε %.10g (λ %g), closed form %.10g, true ε %.10g", delta, e, lam, want, gaussianEpsilon(1, delta, true))
 		}
 	}
-	pair := func(e float64) enum {
-		return enumOf([]float64{-e, e}, []float64{1 / (1 + math.Exp(e)), 1 / (1 + math.Exp(-e))}, 0)
-	}
-	var items []Item
-	exact := enum{atoms: map[float64]float64{0: 1}}
-	for _, e := range []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5} {
-		items = append(items, Item{EpsilonDelta{Epsilon: e}, 30})
-		exact = exact.compose(pair(e).power(30))
-	}
+	items, exact := sixPairs()
 	for _, delta := range []float64{1e-6, 1e-13, 1e-37} {
 		e, _ := chernoffEpsilon(items, 0.25, delta, nil)
 		if got := exact.delta(e); !(got <= delta) {
