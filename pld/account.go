@@ -365,7 +365,10 @@ func (c *Composition) Epsilon(delta float64) (upper, lower float64, err error) {
 		if delta < c.floor {
 			return upper, lower, &dpkit.InfeasibleError{Msg: "total δ is below the probability of the mechanisms' δ-events"}
 		}
-		// The true ε is finite (δ is above the floor): the lattice cannot certify it.
+		// The true ε is finite (δ is above the floor): the lattices cannot certify it.
+		if c.tailMass >= delta {
+			return upper, lower, &dpkit.InfeasibleError{Msg: fmt.Sprintf("no finite ε can be certified at δ = %g, although one exists: the lattices leave out tails (beyond 1e-300 of each release) and δ-events of mass %.3g in all, at or above it; ask for a larger δ", delta, c.tailMass)}
+		}
 		reach, _, _ := c.Delta(math.MaxFloat64)
 		return upper, lower, &dpkit.InfeasibleError{Msg: fmt.Sprintf("no finite ε can be certified at δ = %g, although one exists: the lattices' floating-point error and truncated tails keep their upper δ at %.3g or more at every ε; ask for a δ above that, or for δ at a chosen ε (read relative to δ itself)", delta, reach)}
 	}

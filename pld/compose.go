@@ -110,6 +110,10 @@ type Composition struct {
 	// (refineTilted at opts.Epsilon, refineTiltedEpsilon around ε(opts.Delta)); δ(ε) is
 	// non-increasing, so each bounds the curve on either side of its ε.
 	probes []tiltProbe
+	// tailMass, when > 0, is the mass at +∞ of the lattices refineTiltedEpsilon tried
+	// (the δ-events and the tails each release's lattice leaves out): a δ at or below it
+	// cannot be certified.
+	tailMass float64
 }
 
 // tiltProbe is a certified bracket lo ≤ δ(eps) ≤ up.

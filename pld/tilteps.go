@@ -29,9 +29,9 @@ import (
 
 // chernoffEpsilon returns an ε at which δ ≤ delta is certified by the Chernoff bound
 // above on the items' upper lattices of spacing h, the larger of the directions' (+Inf
-// when delta is not above the mass at +∞, or no λ tried certifies it), and the λ that
-// attains it.
-func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda float64) {
+// when delta is not above the mass at +∞, or no λ tried certifies it), the λ that
+// attains it, and the bound I on the mass at +∞ (the larger direction's).
+func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda, infMass float64) {
 	sides := 1
 	for _, it := range items {
 		sides = max(sides, len(it.Mechanism.specs()))
@@ -48,9 +48,11 @@ func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda floa
 			parts[i] = part{up, float64(it.Count)}
 			inf += float64(it.Count) * math.Max(up.InfMass, 0)
 		}
-		rest := (delta - inf*(1+float64(2*len(items))*u)) * (1 - 4*u) // rounded down
+		inf *= 1 + float64(2*len(items))*u // rounded up
+		infMass = math.Max(infMass, inf)
+		rest := (delta - inf) * (1 - 4*u) // rounded down
 		if !(rest > 0) {
-			return math.Inf(1), 0
+			return math.Inf(1), 0, infMass
 		}
 		lr := math.Log(rest)
 		lr -= 1e-12 * math.Abs(lr) // rounded down
@@ -73,13 +75,13 @@ func chernoffEpsilon(items []Item, h, delta float64, m *meter) (eps, lambda floa
 		ll, best := numeric.GoldenSection(at, math.Log(1e-6), math.Log(1e6), 1e-9, 60)
 		bestL := math.Exp(ll)
 		if math.IsNaN(best) || math.IsInf(best, 1) {
-			return math.Inf(1), 0
+			return math.Inf(1), 0, infMass
 		}
 		if d == 0 || best > eps {
 			eps, lambda = best, bestL
 		}
 	}
-	return eps, lambda
+	return eps, lambda, infMass
 }
 
 // maxEpsilonProbes bounds the tilted brackets one spacing's search evaluates.
@@ -118,8 +120,9 @@ func (c *Composition) refineTiltedEpsilon(items []Item, m *meter, adaptive bool)
 	defer m.setLimit(0)
 	var slope float64 // −d ln δ/dε, about the saddle's λ
 	ok := tiltRound(func() bool {
-		e, lam := chernoffEpsilon(items, h, delta, m)
+		e, lam, inf := chernoffEpsilon(items, h, delta, m)
 		if math.IsInf(e, 1) {
+			c.tailMass = inf
 			return false
 		}
 		c.probes = append(c.probes, tiltProbe{e, delta, 0})
