@@ -60,6 +60,9 @@ const maxSplitTerms = 128
 type jumpPart struct {
 	bUp, jUp, bLo, jLo, up *Lattice
 	n                      int64
+	// h is the spacing the terms are composed on (0: the lattices' own), a power-of-two
+	// multiple of theirs (powerTiltedTo).
+	h float64
 }
 
 // newJumpPart returns the part of n releases of the pair with lattices up and lo, split
@@ -80,8 +83,9 @@ func newJumpPart(up, lo *Lattice, n int64, l0 float64, split bool) jumpPart {
 // above). good is false when no mass lies there ([1, 0]) or when the terms not computed
 // may hold more than a tenth of the upper bound (large losses are common: the bracket is
 // valid but loose).
-func splitSelfDelta(up, lo *Lattice, k int64, eps float64, m *meter) (upper, lower float64, good bool) {
+func splitSelfDelta(up, lo *Lattice, k int64, eps, h float64, m *meter) (upper, lower float64, good bool) {
 	p := newJumpPart(up, lo, k, eps/4, true)
+	p.h = h
 	if p.jUp == nil {
 		return 1, 0, false
 	}
@@ -245,6 +249,7 @@ func splitLattice(l *Lattice, l0 float64) (bulk, tail *Lattice) {
 // side) is 0.
 func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta float64, m *meter) float64 {
 	var ts []tilted
+	var h float64
 	add := func(l *Lattice, n int64) bool {
 		if n == 0 {
 			return true
@@ -254,11 +259,21 @@ func jumpTerm(parts []jumpPart, js []int64, lambda, eps float64, upper bool, eta
 		}
 		t := tilt(l, lambda, upper)
 		t.inf = 0
-		ts = append(ts, powerTilted(t, n, upper, eta, m))
+		if n <= maxJumps && l.H < h {
+			// A few releases of a tail: on h from the start (its discretisation error is
+			// that of a few releases, and its lattice is wide).
+			t.trimBase(upper, eta)
+			t = coarsenTilted(t, h, upper, m)
+		}
+		ts = append(ts, powerTiltedTo(t, n, upper, eta, h, m))
 		return true
 	}
 	lc := 0.0
 	for i, p := range parts {
+		h = p.h
+		if h == 0 {
+			h = p.bUp.H
+		}
 		b, jl := p.bUp, p.jUp
 		if !upper {
 			b, jl = p.bLo, p.jLo

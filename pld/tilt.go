@@ -300,16 +300,21 @@ func trimEta(k int64) float64 { return 1e-12 / float64(4*bits.Len64(uint64(k))) 
 // δ), one tilt of the whole serves, intersected with the split's bracket (both are
 // valid).
 func tiltedSelfDelta(it Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
-	up, lo := discretizeItem(it, d, h, m)
+	// A release whose loss is narrow next to h starts finer (tiltcoarse.go).
+	up, lo := discretizeItem(it, d, releaseSpacing(it, h), m)
 	k := it.Count
 	if float64(k)*tiltedMean(up, 0) >= eps {
 		return 1, 0, false
 	}
-	lambda := saddleLambda([]tiltPart{{up, k}}, eps, m)
+	saddle := saddleLambda // on the lattice of one fine release, Newton's few passes (tiltcoarse.go)
+	if up.H < h {
+		saddle = saddleNewton
+	}
+	lambda := saddle([]tiltPart{{up, k}}, eps, m)
 	upper, lower = 1, 0
 	if lambda == 0 || valley(up, k, eps, lambda) < 1e-4 {
 		var good bool
-		if upper, lower, good = splitSelfDelta(up, lo, k, eps, m); good {
+		if upper, lower, good = splitSelfDelta(up, lo, k, eps, h, m); good {
 			return upper, lower, true
 		}
 	}
@@ -317,8 +322,8 @@ func tiltedSelfDelta(it Item, d int, h, eps float64, m *meter) (upper, lower flo
 		return upper, lower, upper < 1
 	}
 	eta := trimEta(k)
-	upper = math.Min(upper, powerTilted(tilt(up, lambda, true), k, true, eta, m).delta(eps, true))
-	lower = math.Max(lower, powerTilted(tilt(lo, lambda, false), k, false, eta, m).delta(eps, false))
+	upper = math.Min(upper, powerTiltedTo(tilt(up, lambda, true), k, true, eta, h, m).delta(eps, true))
+	lower = math.Max(lower, powerTiltedTo(tilt(lo, lambda, false), k, false, eta, h, m).delta(eps, false))
 	return math.Min(1, upper), math.Max(0, lower), true
 }
 
@@ -345,8 +350,9 @@ const maxTiltItems = 1024
 // numbers of large losses (splitDelta, jumps.go), as tiltedSelfDelta does for one.
 func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
 	ups, los := make([]tiltPart, len(items)), make([]tiltPart, len(items))
+	hs := releaseSpacings(items, h) // an item whose release is narrow next to h starts finer (tiltcoarse.go)
 	parallel(len(items), 0, func(i int) {
-		up, lo := discretizeItem(items[i], d, h, m)
+		up, lo := discretizeItem(items[i], d, hs[i], m)
 		ups[i], los[i] = tiltPart{up, items[i].Count}, tiltPart{lo, items[i].Count}
 	})
 	mean, total := 0.0, int64(0)
@@ -357,11 +363,18 @@ func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower
 	if mean >= eps {
 		return 1, 0, false
 	}
-	lambda := saddleLambda(ups, eps, m)
+	saddle := saddleLambda // on the lattices of one fine release, Newton's few passes (tiltcoarse.go)
+	for _, p := range ups {
+		if p.l.H < h {
+			saddle = saddleNewton
+		}
+	}
+	lambda := saddle(ups, eps, m)
 	upper, lower = 1, 0
 	parts, split := make([]jumpPart, len(items)), false
 	for i := range items {
 		parts[i] = newJumpPart(ups[i].l, los[i].l, ups[i].n, eps/4, lambda == 0 || jumpy(ups[i].l, eps/4, lambda))
+		parts[i].h = h
 		split = split || parts[i].jUp != nil
 	}
 	if split {
@@ -376,12 +389,7 @@ func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower
 	var bounds [2]float64
 	for j, parts := range [][]tiltPart{ups, los} {
 		isUp := j == 0
-		ts := make([]tilted, len(parts))
-		parallel(len(parts), 0, func(i int) {
-			p := parts[i]
-			ts[i] = powerTilted(tilt(p.l, lambda, isUp), p.n, isUp, trimEta(p.n), m)
-		})
-		bounds[j] = composeTiltedAll(ts, isUp, trimEta(total), m).delta(eps, isUp)
+		bounds[j] = composeTiltedAll(powerAll(parts, lambda, isUp, h, m), isUp, trimEta(total), m).delta(eps, isUp)
 	}
 	return math.Min(upper, bounds[0]), math.Max(lower, bounds[1]), true
 }

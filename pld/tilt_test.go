@@ -149,7 +149,7 @@ func TestSplitSelfDeltaAgainstEnumeration(t *testing.T) {
 	for _, eps := range []float64{4, 6.5, 9.5} {
 		want := exact(eps)
 		up, lo := discretize(s, h, 1e-300)
-		su, sl, ok := splitSelfDelta(up, lo, k, eps, nil)
+		su, sl, ok := splitSelfDelta(up, lo, k, eps, h, nil)
 		if !ok || su < want*(1-1e-9) || sl > want*(1+1e-9) || (su-sl)/su > 1e-6 {
 			t.Errorf("ε = %g: split [%.12g, %.12g] (ok %v), exact %.12g", eps, sl, su, ok, want)
 		}

@@ -5,9 +5,10 @@ rare large loss plus the bulk ("one big jump": the exponentially tilted sum is a
 of separate bumps with little mass near eps, so a saddle-point or Edgeworth expansion, as
 in gen_tiny_delta.py, does not apply).  Writes pld/testdata/tail_delta.json.
 
-Run from the repository root:   python3 pld/testdata/gen_tail_delta.py [mixed]
+Run from the repository root:   python3 pld/testdata/gen_tail_delta.py [mixed|heavy]
 ("mixed": workloads of several distinct mechanisms, into tail_delta_mixed.json; M(z) is
-then the product of each mechanism's M_i(z)^k_i.)
+then the product of each mechanism's M_i(z)^k_i.  "heavy": the same for subsampled
+Gaussians with 10^5-10^6 releases each, into tail_delta_heavy.json.)
 Needs mpmath (gmpy2 makes it several times faster).  mp.dps = 50.  Deterministic.
 
 Method (shares nothing with package pld: no lattice, no FFT, no tilted convolution).
@@ -324,6 +325,23 @@ def main_mixed():
     write_json("tail_delta_mixed.json", "pld/testdata/gen_tail_delta.py mixed", cases)
 
 
+def main_heavy():
+    """tail_delta_heavy.json: subsampled Gaussians with 10^5-10^6 releases each, far in
+    the tail (one release's loss is tiny next to the lattice spacing of the total)."""
+    mechs = ((5, 0.01, 1000000), (10, 0.01, 1000000), (8, 0.02, 100000))
+    todo = [(mechs, 40, 1), (mechs, 50, 1)]
+    name = lambda mechs, eps: "+".join(mech_name(m) for m in mechs) + "_eps%g" % eps
+    tasks = [(m, e, p, d) for d in ("remove", "add") for m, e, p in todo]
+    done = {}
+    with Pool(2) as pool:
+        for (m, e, p, d), *r in pool.imap_unordered(mixed_task, tasks):
+            done[(m, e, d)] = r
+            cases = [row(done[(m, e, "remove")], done[(m, e, "add")], name=name(m, e),
+                         mechanisms=[mech_json(x) for x in m], eps=e)
+                     for m, e, _ in todo if (m, e, "remove") in done and (m, e, "add") in done]
+            write_json("tail_delta_heavy.json", "pld/testdata/gen_tail_delta.py heavy", cases)
+
+
 def symmetric(mechs):
     """Gaussians and Laplace only: both directions have the same loss distribution."""
     return all(m[0] == "laplace" or m[1] == 1 for m in mechs)
@@ -332,5 +350,7 @@ def symmetric(mechs):
 if __name__ == "__main__":
     if sys.argv[1:] == ["mixed"]:
         main_mixed()
+    elif sys.argv[1:] == ["heavy"]:
+        main_heavy()
     else:
         main()
