@@ -327,6 +327,10 @@ func tiltedSelfDelta(it Item, d int, h, eps float64, m *meter) (upper, lower flo
 	return math.Min(1, upper), math.Max(0, lower), true
 }
 
+// firstTiltWork is the work the first tilted round may take without a Tolerance, when
+// the budget is smaller: about ten seconds on one core here.
+const firstTiltWork = 10 * DefaultWork
+
 // maxTiltRounds bounds the halvings of the tilted lattices' spacing; the work budget
 // (refineTilted) usually ends them first.
 const maxTiltRounds = 12
@@ -483,12 +487,20 @@ func (c *Composition) refineTilted(items []Item, m *meter, adaptive bool) {
 	h := c.tiltSpacing(items)
 	limit := tiltBudget(m, DefaultWork, adaptive)
 	defer m.setLimit(0)
+	// The first round, without which the bracket stays the plain one, may take up to
+	// firstTiltWork when the budget is smaller (1000 subsampled-Gaussian steps at
+	// ε = 5.1, δ ≈ 1.5e-294: [0, 9.8e-24] when its first round, 6e8 units, was cut at
+	// DefaultWork); the later ones keep to the budget.
+	if adaptive {
+		m.setLimit(max(limit, m.done()+firstTiltWork))
+	}
 	for round := 0; round < maxTiltRounds; round++ {
 		before := m.done()
 		up, lo, ok := c.tiltedBracket(items, h, eps, m)
 		if !ok {
 			return // ε is within the bulk of the loss (the plain lattice serves), or the lattices grew too large
 		}
+		m.setLimit(limit)
 		c.probes = append(c.probes, tiltProbe{eps, up, lo})
 		cost := m.done() - before
 		if width() <= target || m.done()+2*cost > limit {

@@ -591,3 +591,31 @@ func sixPairs() ([]Item, enum) {
 	}
 	return items, exact
 }
+
+// The first tilted round may take more than DefaultWork without a tolerance (up to
+// firstTiltWork): 1000 steps of a subsampled Gaussian (σ = 4, q = 0.01) at ε = 5.1, δ ≈
+// 1.5e-294, were [0, 9.8e-24] by default when that round (6e8 units) was cut at
+// DefaultWork. The default bracket now has a lower end above 0, and it meets the one
+// at tolerance 0.1 (both certified: they must intersect).
+func TestFirstTiltRoundBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 5 s")
+	}
+	items := []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 4, Sensitivity: 1}, Rate: 0.01}, 1000}}
+	var brackets [2][2]float64
+	for i, tol := range []float64{0, 0.1} {
+		comp, err := Compose(items, &Options{Epsilon: 5.1, Tolerance: tol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, lo, _ := comp.Delta(5.1)
+		t.Logf("tolerance %g: [%.6g, %.6g]", tol, lo, up)
+		if !(lo > 0 && lo <= up && up < 1e-290) {
+			t.Errorf("tolerance %g: [%g, %g]", tol, lo, up)
+		}
+		brackets[i] = [2]float64{lo, up}
+	}
+	if brackets[0][0] > brackets[1][1] || brackets[1][0] > brackets[0][1] {
+		t.Errorf("the default bracket %v and the one at tolerance 0.1 %v do not meet", brackets[0], brackets[1])
+	}
+}
