@@ -619,3 +619,42 @@ func TestFirstTiltRoundBudget(t *testing.T) {
 		t.Errorf("the default bracket %v and the one at tolerance 0.1 %v do not meet", brackets[0], brackets[1])
 	}
 }
+
+// A direction that no finite loss takes to ε (the add direction of a subsampled
+// Gaussian: at most −ln(1 − q) a release, 1.005 in 100 releases of q = 0.01) gives δ =
+// its mass at +∞ there instead of failing the tilted round (beyondReach), which threw
+// away the remove direction's bracket: 100 releases of σ = 0.947, q = 0.01, with 10 of
+// σ = 1.54, q = 0.001, at ε = 3.73 were [0, 2.8e-10] (δ ≈ 3e-14). The bracket's upper
+// end and the plain lattices' ε read there (another path) must agree: ε(upper δ) ≤ 3.73.
+func TestTiltBeyondReachDirection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	const eps = 3.73037
+	items := []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 0.946964, Sensitivity: 1}, Rate: 0.01}, 100},
+		{PoissonSubsampled{Base: Gaussian{Sigma: 1.53804, Sensitivity: 1}, Rate: 0.001}, 10}}
+	inf, beyond := beyondReach(items, 1, 1e-3, eps, nil)
+	if !beyond || inf != 0 {
+		t.Errorf("add direction at ε = %g: beyond %v, mass at +∞ %g; want true, 0", eps, beyond, inf)
+	}
+	if _, beyond := beyondReach(items, 0, 1e-3, eps, nil); beyond {
+		t.Errorf("remove direction at ε = %g: beyond reach, want within", eps)
+	}
+	comp, err := Compose(items, &Options{Epsilon: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, lo, _ := comp.Delta(eps)
+	if !(lo > 0) || (up-lo)/up > 1e-3 {
+		t.Fatalf("δ(%g) in [%g, %g]", eps, lo, up)
+	}
+	// The privacy-critical end: were up below the true δ(eps), the true ε(up) would be
+	// above eps, and so would the plain lattices' certified lower end.
+	comp, err = Compose(items, &Options{Delta: up, Tolerance: 1e-2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eu, el, err := comp.Epsilon(up); err != nil || el > eps {
+		t.Errorf("ε(%g) in [%.10g, %.10g] (%v): above %g, so δ(%g) > %g", up, el, eu, err, eps, eps, up)
+	}
+}
