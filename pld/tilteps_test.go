@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ import (
 // bracket is widened by that much before the check.
 func TestEpsilonAtTinyDelta(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about 12 s")
+		t.Skip("about 8 s")
 	}
 	type tc struct {
 		name  string
@@ -32,12 +33,15 @@ func TestEpsilonAtTinyDelta(t *testing.T) {
 		cases = append(cases, tc{c.Name, []Item{c.Mechanism.item()}, c.Eps, c.Want, tinyDeltaTol})
 	}
 	for _, c := range loadTailDelta(t, "testdata/tail_delta.json").Cases {
-		if d, _ := strconv.ParseFloat(c.Want, 64); d > 1e-22 || c.Eps == 3 {
-			continue // the plain lattices certify δ ≈ 7e-20 (6 s); ε = 3 is between 2 and 4
+		if d, _ := strconv.ParseFloat(c.Want, 64); d > 1e-22 || c.Eps == 2 || c.Eps == 3 {
+			continue // the plain lattices certify δ ≈ 7e-20 (6 s); ε = 4 takes the same split path as 2 and 3
 		}
 		cases = append(cases, tc{c.Name, []Item{c.Mechanism.item()}, c.Eps, c.Want, tailDeltaTol})
 	}
 	for _, c := range loadTailDelta(t, "testdata/tail_delta_mixed.json").Cases {
+		if strings.Contains(c.Name, "_s2_q0.05_") {
+			continue // one tilt of two subsampled Gaussians: as the single ones (3 s)
+		}
 		var items []Item
 		for _, m := range c.Mechanisms {
 			items = append(items, m.item())
@@ -115,7 +119,7 @@ func TestRandomizedResponseTail(t *testing.T) {
 		want, _ := strconv.ParseFloat(c.Delta, 64)
 		for _, tol := range []float64{0, 0.05} {
 			if tol > 0 && c.Eps != 1173 {
-				continue
+				continue // 5 s
 			}
 			comp, err := Compose(items, &Options{Epsilon: c.Eps, Tolerance: tol})
 			if err != nil {
