@@ -107,6 +107,21 @@ func BenchmarkTailDelta(b *testing.B) {
 	}
 }
 
+// BenchmarkTailDeltaHeavy: δ at Options.Epsilon = 40 far in the tail for heavy counts
+// (subsampled Gaussians σ = 5, 10, 8 of 10^6, 10^6 and 10^5 releases; δ ≈ 1.7e-55):
+// tilted lattices that start fine for one release and coarsen (tiltcoarse.go).
+func BenchmarkTailDeltaHeavy(b *testing.B) {
+	sg := func(sigma, q float64, n int64) Item {
+		return Item{PoissonSubsampled{Base: Gaussian{Sigma: sigma, Sensitivity: 1}, Rate: q}, n}
+	}
+	items := []Item{sg(5, 0.01, 1000000), sg(10, 0.01, 1000000), sg(8, 0.02, 100000)}
+	for b.Loop() {
+		if _, err := Compose(items, &Options{Epsilon: 40}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRealFFT: the real transform the convolutions use (fft.go) against gonum's
 // fftpack transform it replaced, 16 384 points (the size of the subsampled Gaussian's
 // early squarings).
