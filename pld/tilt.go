@@ -592,25 +592,37 @@ func (c *Composition) tiltedBracket(items []Item, h, eps float64, m *meter) (up,
 }
 
 // beyondReach reports whether eps is above every finite loss of direction d of the
-// items' composition on their upper lattices of spacing h — Σ count·(largest finite
-// loss), rounded up — and then bounds its δ(eps), the mass at +∞, by Σ count·(mass at +∞
-// of one release) (1 − Π(1 − I_i)^(n_i) is at most that). The add direction of a
-// subsampled Gaussian, whose loss is at most −ln(1 − q) a release, is such a direction
-// for any ε above 110·0.01005 at 110 releases of q = 0.01: there tilting has no saddle,
-// and failing the round for it threw away the other direction's bracket (two subsampled
-// Gaussians, σ = 0.95 and 1.54, at ε = 3.73, δ ≈ 3e-14: [0, 2.8e-10]).
-func beyondReach(items []Item, d int, h, eps float64, m *meter) (inf float64, beyond bool) {
-	reach := 0.0
-	for _, it := range items {
+// items' composition on their upper lattices of spacing h — Σ count·(largest loss that
+// holds mass), rounded up — and then bounds its δ(eps): the configurations with a
+// release at +∞ (infConfigs), plus the lattices' absolute error terms, each times at most
+// the others' total mass. The add direction of a subsampled Gaussian, whose loss is at
+// most −ln(1 − q) a release, is such a direction for any ε above 110·0.01005 at 110
+// releases of q = 0.01: there tilting has no saddle, and failing the round for it threw
+// away the other direction's bracket (two subsampled Gaussians, σ = 0.95 and 1.54, at
+// ε = 3.73, δ ≈ 3e-14: [0, 2.8e-10]).
+func beyondReach(items []Item, d int, h, eps float64, m *meter) (bound float64, beyond bool) {
+	reach, errs, logMass := 0.0, 0.0, 0.0
+	parts := make([]jumpPart, len(items))
+	for i, it := range items {
 		up, _ := discretizeItem(it, d, h, m)
-		x, e := up.loss(len(up.Mass) - 1)
-		reach = addUp(reach, mulUp(float64(it.Count), math.Max(0, x+e)*(1+2*u)))
-		inf = addUp(inf, mulUp(float64(it.Count), math.Max(up.InfMass, 0)))
+		top := len(up.Mass) - 1 // the support may be wider than the mass (subsampled Laplace)
+		for top > 0 && up.Mass[top] == 0 {
+			top--
+		}
+		x, e := up.loss(top)
+		n := float64(it.Count)
+		reach = addUp(reach, mulUp(n, math.Max(0, x+e)*(1+2*u)))
+		parts[i] = jumpPart{up: up, n: it.Count}
+		errs = addUp(errs, mulUp(n, up.Err))
+		f := total(up.Mass)*(1+up.Rel)*(1+float64(len(up.Mass))*u) + up.Err + math.Max(up.InfMass, 0)
+		logMass += n * math.Log1p(f-1) // f − 1 rounded by an ulp of 1: below
+		logMass += 4 * n * u
 	}
 	if !(reach < eps) {
 		return 0, false
 	}
-	return math.Min(1, inf*(1+4*u)), true
+	bound = infConfigs(parts) + errs*math.Exp(logMass*(1+1e-12))
+	return math.Min(1, bound*(1+8*u)), true
 }
 
 // discretizeItem returns the upper and lower lattices of spacing h of one release of

@@ -633,12 +633,28 @@ func TestTiltBeyondReachDirection(t *testing.T) {
 	const eps = 3.73037
 	items := []Item{{PoissonSubsampled{Base: Gaussian{Sigma: 0.946964, Sensitivity: 1}, Rate: 0.01}, 100},
 		{PoissonSubsampled{Base: Gaussian{Sigma: 1.53804, Sensitivity: 1}, Rate: 0.001}, 10}}
-	inf, beyond := beyondReach(items, 1, 1e-3, eps, nil)
-	if !beyond || inf != 0 {
-		t.Errorf("add direction at ε = %g: beyond %v, mass at +∞ %g; want true, 0", eps, beyond, inf)
+	bound, beyond := beyondReach(items, 1, 1e-3, eps, nil)
+	if !beyond || !(bound < 1e-300) { // no δ-events: only the lattices' underflow terms
+		t.Errorf("add direction at ε = %g: beyond %v, δ bound %g; want true, < 1e-300", eps, beyond, bound)
 	}
 	if _, beyond := beyondReach(items, 0, 1e-3, eps, nil); beyond {
 		t.Errorf("remove direction at ε = %g: beyond reach, want within", eps)
+	}
+	// The reach counts losses that hold mass: a subsampled Laplace release's add
+	// direction reaches −ln(1 − q(1 − e^(−1/b))) = 0.02296 (b = 3.891, q = 0.1), below
+	// the −ln(1 − q) = 0.1054 its support claims; 100 releases do not reach ε = 2.4.
+	sl := []Item{{PoissonSubsampled{Base: Laplace{Scale: 3.89101, Sensitivity: 1}, Rate: 0.1}, 100}}
+	if _, beyond := beyondReach(sl, 1, 1e-4, 2.4, nil); !beyond {
+		t.Error("100 subsampled Laplace releases (add direction) reach ε = 2.4")
+	}
+	if _, beyond := beyondReach(sl, 1, 1e-4, 2.2, nil); beyond {
+		t.Error("100 subsampled Laplace releases (add direction) do not reach ε = 2.2")
+	}
+	// With δ-events the bound is at least their mass, 1 − (1 − 1e-10)^10 (and close to it).
+	pairs := []Item{{EpsilonDelta{Epsilon: 0.5, Delta: 1e-10}, 10}}
+	floor := -math.Expm1(10 * math.Log1p(-1e-10))
+	if b, beyond := beyondReach(pairs, 0, 0.25, 5.5, nil); !beyond || b < floor || b > floor*1.01 {
+		t.Errorf("ten (0.5, 1e-10) pairs at ε = 5.5: beyond %v, bound %.10g, δ-events %.10g", beyond, b, floor)
 	}
 	comp, err := Compose(items, &Options{Epsilon: eps})
 	if err != nil {
