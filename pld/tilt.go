@@ -301,10 +301,7 @@ func trimEta(k int64) float64 { return 1e-12 / float64(4*bits.Len64(uint64(k))) 
 // valid).
 func tiltedSelfDelta(it Item, d int, h, eps float64, m *meter) (upper, lower float64, ok bool) {
 	// A release whose loss is narrow next to h starts finer (tiltcoarse.go).
-	up, lo := discretizeItem(it, d, releaseSpacing(it, h), m)
-	if up.H < h {
-		m.add(discretizeWork * int64(len(up.Mass)+len(lo.Mass)))
-	}
+	up, lo := discretizeRelease(it, d, releaseSpacing(it, h), h, m)
 	k := it.Count
 	if float64(k)*tiltedMean(up, 0) >= eps {
 		return 1, 0, false
@@ -359,10 +356,7 @@ func tiltedMixDelta(items []Item, d int, h, eps float64, m *meter) (upper, lower
 	ups, los := make([]tiltPart, len(items)), make([]tiltPart, len(items))
 	hs := releaseSpacings(items, h) // an item whose release is narrow next to h starts finer (tiltcoarse.go)
 	parallel(len(items), 0, func(i int) {
-		up, lo := discretizeItem(items[i], d, hs[i], m)
-		if hs[i] < h {
-			m.add(discretizeWork * int64(len(up.Mass)+len(lo.Mass)))
-		}
+		up, lo := discretizeRelease(items[i], d, hs[i], h, m)
 		ups[i], los[i] = tiltPart{up, items[i].Count}, tiltPart{lo, items[i].Count}
 	})
 	mean, total := 0.0, int64(0)

@@ -164,3 +164,40 @@ func TestReleaseSpacings(t *testing.T) {
 		t.Errorf("σ = 5, q = 0.01 (standard deviation of one loss about 2e-3): spacing %s, want ≤ h/64", s)
 	}
 }
+
+// discretizeFine (fine over the bulk, the far tails on h) brackets the same curve as
+// discretize on the fine spacing throughout: for one release of a subsampled Gaussian
+// (σ = 5, q = 0.01, both directions, the add direction's long tail below) and of
+// Laplace (scale 1: atoms at the support's ends ±1, which a bulk ending there must keep),
+// each one's upper δ(ε) is at least the other's lower from ε = −3 to 3, where δ falls
+// from 1 to 1e-300, and within the bulk (δ above 1e-25) the two brackets agree within
+// 1e-6; the total masses agree within 1e-12; the subsampled Gaussian's needs fifteen
+// times fewer cells (3.8e3 against 7.5e4).
+func TestDiscretizeFine(t *testing.T) {
+	sg := Item{PoissonSubsampled{Base: Gaussian{Sigma: 5, Sensitivity: 1}, Rate: 0.01}, 1000000}
+	const h = 0.0025
+	hs := h / 64
+	specs := append(sg.Mechanism.specs(), Laplace{Scale: 1, Sensitivity: 1}.specs()...)
+	for d, s := range specs {
+		upP, loP := discretizeFine(s, hs, h)
+		upF, loF := discretize(s, hs, 1e-300)
+		if n, nf := countNonzero(upP.Mass), countNonzero(upF.Mass); d < 2 && n*15 > nf {
+			t.Errorf("direction %d: %d cells where the fine lattice has %d", d, n, nf)
+		}
+		for _, l := range [][2]*Lattice{{upP, upF}, {loP, loF}} {
+			if a, b := total(l[0].Mass)+l[0].InfMass, total(l[1].Mass)+l[1].InfMass; math.Abs(a-b) > 1e-12 {
+				t.Errorf("spec %d: total mass %.15g, fine %.15g", d, a, b)
+			}
+		}
+		uP, lP, uF, lF := upP.Discrete(true), loP.Discrete(false), upF.Discrete(true), loF.Discrete(false)
+		for eps := -3.0; eps <= 3; eps += 1.0 / 64 {
+			a, b, c, e := uP.Delta(eps), lP.Delta(eps), uF.Delta(eps), lF.Delta(eps)
+			if a < e*(1-1e-12) || c < b*(1-1e-12) {
+				t.Errorf("spec %d, ε = %g: brackets [%g, %g] and [%g, %g] do not meet", d, eps, b, a, e, c)
+			}
+			if c > 1e-25 && (math.Abs(a-c) > 1e-6*c || math.Abs(b-e) > 1e-6*c) {
+				t.Errorf("spec %d, ε = %g: [%g, %g] against the fine [%g, %g]", d, eps, b, a, e, c)
+			}
+		}
+	}
+}
