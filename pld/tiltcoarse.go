@@ -56,7 +56,7 @@ const tiltCoarseRatio = coarseRatio
 // whole's is √(c/n). Each halving of h by refineTilted's rounds then refines every level
 // (its error falls as h²), not only the last; on the first round tiltCoarseRatio mostly
 // binds. Sixteen subsampled Gaussians (10^6 releases each) at ε = 100 reach
-// --tolerance 0.02 in 24 s (width 0.017), where the rounds stalled at 0.0205 after 49 s.
+// --tolerance 0.02 (width 0.017), where the rounds stalled at 0.0205 after 49 s.
 const tiltRefineRatio = 8
 
 // releaseSpacing returns the spacing item it's tilted lattices start on: h/2^j, the largest
