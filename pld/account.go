@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/dpkit/dpkit"
 	"github.com/dpkit/dpkit/internal/numeric"
@@ -105,22 +104,14 @@ func composeOnLattice(items []Item, l lattice) *PLD {
 	return composeAll(ps)
 }
 
-// composeAll composes PLDs on one lattice pairwise, smallest first; the pairs of a
-// level are independent, composed on every core (each PLD's own lattices are composed
-// concurrently too, so only levels of several pairs gain).
+// composeAll composes PLDs on one lattice pairwise, smallest first (pairwise; each
+// PLD's own lattices are composed concurrently too, so only levels of several pairs
+// gain from the cores).
 func composeAll(ps []*PLD) *PLD {
-	for len(ps) > 1 {
-		sort.Slice(ps, func(i, j int) bool { return ps[i].Bins() < ps[j].Bins() })
-		next := make([]*PLD, (len(ps)+1)/2)
-		parallel(len(ps)/2, 0, func(i int) {
-			next[i], _ = ps[2*i].Compose(ps[2*i+1])
-		})
-		if len(ps)%2 == 1 {
-			next[len(next)-1] = ps[len(ps)-1]
-		}
-		ps = next
-	}
-	return ps[0]
+	return pairwise(ps, (*PLD).Bins, func(a, b *PLD) *PLD {
+		c, _ := a.Compose(b)
+		return c
+	})
 }
 
 // group returns the it.Count-fold composition of it's release, which starts on the

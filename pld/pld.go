@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"sync/atomic"
 )
@@ -144,6 +145,23 @@ func (s *side) set(upper bool, l *Lattice) {
 // meter) as it is, anything else as a workerPanic carrying the worker's stack, which
 // ComposeContext returns as an *InternalError.
 func each(n int, f func(i int)) { parallel(n, n, f) }
+
+// pairwise folds xs (at least one) with join, level by level: sorted by size, smallest
+// first, and joined in pairs, a level's pairs on every core (parallel), an odd one out
+// carried to the next level. Compositions stay small until the last levels, where a
+// chain would join every part with the whole.
+func pairwise[T any](xs []T, size func(T) int, join func(a, b T) T) T {
+	for len(xs) > 1 {
+		sort.Slice(xs, func(i, j int) bool { return size(xs[i]) < size(xs[j]) })
+		next := make([]T, (len(xs)+1)/2)
+		parallel(len(xs)/2, 0, func(i int) { next[i] = join(xs[2*i], xs[2*i+1]) })
+		if len(xs)%2 == 1 {
+			next[len(next)-1] = xs[len(xs)-1]
+		}
+		xs = next
+	}
+	return xs[0]
+}
 
 // parallel calls f(0), …, f(n−1) on at most workers goroutines (GOMAXPROCS when
 // workers ≤ 0), as each does.

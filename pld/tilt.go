@@ -3,7 +3,6 @@ package pld
 import (
 	"math"
 	"math/bits"
-	"sort"
 )
 
 // Tiny δ by exponential tilting.
@@ -637,18 +636,8 @@ func discretizeItem(it Item, d int, h float64, m *meter) (up, lo *Lattice) {
 // composeAll does for plain lattices: the lattices stay small until the last levels,
 // where a chain would convolve every part with the whole. eta is as for composeTilted.
 func composeTiltedAll(ts []tilted, upper bool, eta float64, m *meter) tilted {
-	for len(ts) > 1 {
-		sort.Slice(ts, func(i, j int) bool { return len(ts[i].l.Mass) < len(ts[j].l.Mass) })
-		next := make([]tilted, (len(ts)+1)/2)
-		parallel(len(ts)/2, 0, func(i int) {
-			a, b := ts[2*i], ts[2*i+1]
-			m.add(convolveWork(len(a.l.Mass), len(b.l.Mass)))
-			next[i] = composeTilted(a, b, upper, eta)
-		})
-		if len(ts)%2 == 1 {
-			next[len(next)-1] = ts[len(ts)-1]
-		}
-		ts = next
-	}
-	return ts[0]
+	return pairwise(ts, func(t tilted) int { return len(t.l.Mass) }, func(a, b tilted) tilted {
+		m.add(convolveWork(len(a.l.Mass), len(b.l.Mass)))
+		return composeTilted(a, b, upper, eta)
+	})
 }
